@@ -1,0 +1,94 @@
+#!/bin/sh
+# libplace's two commands (see README.md):
+#   ./build.sh demo   build everything and run the main job
+#   ./build.sh test   build everything and run the whole test suite
+# Installs the Debian packages it needs when they are missing (as root, or via sudo).
+set -eu
+
+ZEN3='synthetic:pack:2 [numa] l3:8(size=32MiB) l2:8(size=512KiB) l1d:1(size=32KiB) core:1 pu:2(indexes=core)'
+TOP=$(cd "$(dirname "$0")" && pwd)
+BUILD="$TOP/build"
+JOBS=$(nproc 2>/dev/null || echo 2)
+
+need_packages() {
+	missing=""
+	for tool in autoreconf:autoconf automake:automake libtoolize:libtool pkg-config:pkg-config make:make cc:gcc c++:g++; do
+		command -v "${tool%%:*}" >/dev/null 2>&1 || missing="$missing ${tool#*:}"
+	done
+	if command -v pkg-config >/dev/null 2>&1; then
+		for mod in hwloc:libhwloc-dev liburcu-bp:liburcu-dev ck:libck-dev check:check; do
+			pkg-config --exists "${mod%%:*}" || missing="$missing ${mod#*:}"
+		done
+		[ -e /usr/lib/x86_64-linux-gnu/libsubunit.so ] || [ -n "$(find /usr/lib -name 'libsubunit.so' 2>/dev/null | head -n 1)" ] || missing="$missing libsubunit-dev"
+	else
+		missing="$missing libhwloc-dev liburcu-dev libck-dev check libsubunit-dev"
+	fi
+	command -v hwloc-calc >/dev/null 2>&1 || missing="$missing hwloc"
+	echo "$missing"
+}
+
+install_packages() {
+	missing=$(need_packages)
+	[ -z "$missing" ] && return 0
+	echo "build.sh: installing Debian packages:$missing"
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update -q >/dev/null
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q $missing >/dev/null
+}
+
+build() {
+	install_packages
+	cd "$TOP"
+	if [ ! -x configure ] || [ configure.ac -nt configure ]; then
+		autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+	fi
+	mkdir -p "$BUILD"
+	cd "$BUILD"
+	[ -f Makefile ] || "$TOP/configure" --quiet
+	make -j"$JOBS" --no-print-directory >/dev/null
+	make -j"$JOBS" --no-print-directory check TESTS= >/dev/null
+}
+
+demo() {
+	build
+	echo "== place-info: this machine"
+	./place-info
+	echo
+	echo "== place-info: modelled 2x64-core Zen3 (2 packages, 16 L3s, SMT2)"
+	./place-info --topology "$ZEN3"
+}
+
+# Print every test log (each lists its cases, then Check's summary line).
+show_logs() {
+	for log in tests/*.log; do
+		[ -f "$log" ] || continue
+		[ "$log" = tests/test-suite.log ] && continue
+		echo "---- $log"
+		cat "$log"
+	done
+}
+
+run_tests() {
+	build
+	if [ -z "${PLACE_CORPUS_DIR:-}" ] && [ -d "$TOP/../shared/testdata/topologies" ]; then
+		PLACE_CORPUS_DIR=$(cd "$TOP/../shared/testdata/topologies" && pwd)
+		export PLACE_CORPUS_DIR
+	fi
+	status=0
+	make -j"$JOBS" --no-print-directory check >/dev/null 2>&1 || status=$?
+	show_logs
+	grep -h '^# \(TOTAL\|PASS\|FAIL\|ERROR\|SKIP\)' test-suite.log 2>/dev/null || true
+	[ "$status" -eq 0 ] || { echo "build.sh: make check failed"; exit "$status"; }
+	echo "== make distcheck"
+	make -j"$JOBS" --no-print-directory distcheck >distcheck.log 2>&1 ||
+		{ tail -n 60 distcheck.log; echo "build.sh: make distcheck failed"; exit 1; }
+	grep -A3 'archives ready for distribution' distcheck.log || true
+}
+
+case "${1:-}" in
+demo) demo ;;
+test) run_tests ;;
+*) echo "usage: $0 demo|test" >&2; exit 2 ;;
+esac

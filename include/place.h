@@ -1,0 +1,309 @@
+/*
+ * libplace: select_idle_sibling() for user space.
+ *
+ * A thread pool or task runtime links libplace to decide which CPU (so which
+ * pinned worker) runs a task that just woke up. This is the whole public API.
+ *
+ * Conventions
+ * - Every public name starts with place_ (macros PLACE_).
+ * - Functions return >= 0 on success or a negative errno; they never set errno.
+ *   place_strerror() names a code; place_last_error() gives a human-readable
+ *   detail of the last failure on the calling thread (which file, what hwloc said).
+ * - CPUs are OS CPU numbers, what sched_setaffinity() takes.
+ * - A call that fails changes nothing: the instance stays usable.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifndef PLACE_H
+#define PLACE_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(PLACE_BUILDING)
+#define PLACE_EXTERN __attribute__((visibility("default")))
+#else
+#define PLACE_EXTERN
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+
+#define PLACE_VERSION_MAJOR 0
+#define PLACE_VERSION_MINOR 1
+#define PLACE_VERSION_PATCH 0
+#define PLACE_VERSION_HEX                                                   \
+	((PLACE_VERSION_MAJOR << 16) | (PLACE_VERSION_MINOR << 8) | PLACE_VERSION_PATCH)
+
+/* The version of the library actually linked, as PLACE_VERSION_HEX. Any thread. */
+PLACE_EXTERN unsigned place_version(void);
+/* The same as "MAJOR.MINOR.PATCH". Any thread; static storage. */
+PLACE_EXTERN const char *place_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+
+#define PLACE_CPU_NONE (-1)
+
+/* A short message for a negative errno returned by libplace (or any errno).
+ * Any thread; static storage. */
+PLACE_EXTERN const char *place_strerror(int err);
+
+/* Detail of the last failure of a libplace call on the calling thread, e.g.
+ * "xml:/tmp/x.xml: cannot import XML version 3.0 > 2". Empty string when the
+ * last call on this thread succeeded or set no detail. Thread-local storage,
+ * valid until the next libplace call on this thread. */
+PLACE_EXTERN const char *place_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Topology                                                                  */
+
+/* A flattened, immutable snapshot of the machine: usable CPUs, their SMT
+ * cores, last-level caches, NUMA nodes and packages. Built once from hwloc;
+ * nothing that reads it touches hwloc again. Safe to read from any thread. */
+typedef struct place_topo place_topo;
+
+/* Load a topology.
+ * source:
+ *   NULL, "" or "live"   this machine, restricted to the cgroup-allowed cpuset
+ *                        AND the calling thread's affinity mask. When the
+ *                        environment variable PLACE_TOPOLOGY is set, its value
+ *                        (any of the other forms) is loaded instead.
+ *   "xml:PATH"           an hwloc XML export (hwloc 2 format).
+ *   "synthetic:STRING"   an hwloc synthetic description, for example
+ *                        "pack:2 [numa] l3:8 core:8 pu:2(indexes=core)".
+ * Returns 0 and *out, or:
+ *   -EINVAL  out is NULL, unknown source prefix, empty path or string,
+ *            malformed synthetic string, unparsable XML (hwloc refuses it)
+ *   -ENOENT  the XML file does not exist; -EACCES it cannot be read
+ *   -ENODEV  no usable CPU remains after the restrictions
+ *   -ENOMEM  out of memory
+ * place_last_error() then says which source and what hwloc said.
+ * Any thread. */
+PLACE_EXTERN int place_topo_load(place_topo **out, const char *source);
+
+/* Free a topology. NULL is accepted. An instance created from it keeps its own
+ * copy, so the topology may be freed right after place_create(). */
+PLACE_EXTERN void place_topo_free(place_topo *topo);
+
+/* The source string the topology was loaded from (after PLACE_TOPOLOGY). */
+PLACE_EXTERN const char *place_topo_source(const place_topo *topo);
+
+/* Counts of usable CPUs, of cores, LLC domains, NUMA nodes (with usable CPUs)
+ * and packages. -EINVAL when topo is NULL. nr_packages is 0 when the machine
+ * reports no Package objects. */
+PLACE_EXTERN int place_topo_nr_cpus(const place_topo *topo);
+PLACE_EXTERN int place_topo_nr_cores(const place_topo *topo);
+PLACE_EXTERN int place_topo_nr_llcs(const place_topo *topo);
+PLACE_EXTERN int place_topo_nr_nodes(const place_topo *topo);
+PLACE_EXTERN int place_topo_nr_packages(const place_topo *topo);
+
+/* The largest usable OS CPU number plus one: size CPU bitmaps by this, never
+ * by the CPU count (numbering may be sparse). */
+PLACE_EXTERN int place_topo_cpu_limit(const place_topo *topo);
+
+/* The i-th usable OS CPU number, ascending, 0 <= i < place_topo_nr_cpus().
+ * -EINVAL on a NULL topo; -ERANGE when i is out of range. */
+PLACE_EXTERN int place_topo_cpu(const place_topo *topo, int i);
+
+/* How a CPU's LLC domain was found. */
+enum place_llc_kind {
+	PLACE_LLC_CACHE = 0,   /* the topmost data or unified CPU cache above it */
+	PLACE_LLC_PACKAGE = 1, /* no cache reported: its package */
+	PLACE_LLC_NODE = 2,    /* no cache, no package: its NUMA node */
+	PLACE_LLC_MACHINE = 3  /* none of those: the whole machine */
+};
+
+/* Where one CPU sits. Ids named core/llc/node/package are libplace's own
+ * dense ids (0 .. count-1, stable for a given topology, ordered by the first
+ * CPU of each object in hwloc's logical order). The hw_ fields are hwloc's
+ * identifiers, for comparison with hwloc's tools: logical indexes of the Core,
+ * of the LLC cache within its level and of the Package, and the NUMA node's OS
+ * index; -1 where the object does not exist. */
+typedef struct place_cpu_info {
+	int cpu;        /* OS CPU number */
+	int core;       /* a CPU without a Core object is its own core */
+	int llc;
+	int node;
+	int package;    /* -1 when the machine reports no Package */
+	int llc_level;  /* cache level 1..5; -1 when llc_kind is not CACHE */
+	int llc_kind;   /* enum place_llc_kind */
+	int smt;        /* number of usable CPUs in its core, itself included */
+	int hw_core;
+	int hw_llc;
+	int hw_node_os;
+	int hw_package;
+} place_cpu_info;
+
+/* Fill *out for the OS CPU cpu. -EINVAL on NULL arguments; -ENODEV when cpu is
+ * not a usable CPU of this topology. */
+PLACE_EXTERN int place_topo_cpu_info(const place_topo *topo, int cpu, place_cpu_info *out);
+
+/* The usable CPUs of cpu's core (its SMT siblings, cpu itself included),
+ * ascending OS numbers. Writes at most max of them into out and returns the
+ * total count (which may exceed max). -EINVAL on NULL topo or out with
+ * max > 0, -ENODEV when cpu is not usable. */
+PLACE_EXTERN int place_topo_siblings(const place_topo *topo, int cpu, int *out, int max);
+
+/* The usable CPUs sharing cpu's LLC domain, same conventions. */
+PLACE_EXTERN int place_topo_llc_cpus(const place_topo *topo, int cpu, int *out, int max);
+
+/* ------------------------------------------------------------------------ */
+/* Instance and configuration                                                */
+
+/* An instance: per-CPU state, per-LLC idle bitmaps and statistics for one
+ * pool of workers over one topology. Opaque. Nothing is global: several
+ * instances may coexist in one process. */
+typedef struct place place;
+
+/* Placement policies. */
+enum place_policy {
+	PLACE_POLICY_SIS_CORE = 0, /* per-LLC idle mask at core granularity, repaired by scans (default) */
+	PLACE_POLICY_LINEAR = 1,   /* scan the LLC's CPUs reading each CPU's state: the kernel before SIS_CORE */
+	PLACE_POLICY_EXACT = 2     /* exact idle-CPU and idle-core masks set on idle, cleared on busy (sched_ext) */
+};
+
+/* Feature bits (place_config.features), like the kernel's SCHED_FEAT. */
+#define PLACE_FEAT_CLAIM        (1u << 0) /* claim the returned idle CPU with one CAS */
+#define PLACE_FEAT_SCAN_SIBLING (1u << 1) /* fail-prone scans also probe SMT siblings */
+#define PLACE_FEAT_SHORT_AFFINE (1u << 2) /* wake onto a waker running one short task */
+#define PLACE_FEAT_WAKE_WIDE    (1u << 3) /* no wake-affine for 1:N wakers (wakee flips) */
+#define PLACE_FEAT_SIS_UTIL     (1u << 4) /* bound the idle-CPU scan by LLC utilization */
+#define PLACE_FEAT_ALL          (0x1fu)
+#define PLACE_FEAT_DEFAULT      PLACE_FEAT_ALL
+
+/* Time in nanoseconds from an arbitrary origin, non-decreasing. */
+typedef uint64_t (*place_clock_fn)(void *arg);
+
+typedef struct place_config {
+	size_t size;              /* sizeof(place_config): set by place_config_init */
+	int policy;               /* enum place_policy */
+	unsigned features;        /* PLACE_FEAT_* */
+	place_clock_fn clock;     /* NULL = CLOCK_MONOTONIC */
+	void *clock_arg;
+	uint64_t short_task_ns;   /* a task whose average run is below this is short */
+	uint64_t util_period_ns;  /* SIS_UTIL: recompute the scan bound at most this often */
+	uint64_t reserved[8];     /* must be zero */
+} place_config;
+
+/* Defaults: SIS_CORE, all features, CLOCK_MONOTONIC, short_task_ns 500000
+ * (the kernel's migration cost), util_period_ns 4000000. */
+PLACE_EXTERN void place_config_init(place_config *cfg);
+
+/* Create an instance over a copy of topo. cfg NULL means defaults. No CPU has
+ * a worker yet: see place_worker_register().
+ * -EINVAL on NULL out/topo, wrong cfg->size, unknown policy or feature bits,
+ * non-zero reserved fields; -ENOMEM. Any thread. */
+PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_config *cfg);
+
+/* Destroy an instance. NULL accepted. No other call on p may be in flight. */
+PLACE_EXTERN void place_destroy(place *p);
+
+/* The instance's current topology (valid until the next topology change). */
+PLACE_EXTERN const place_topo *place_get_topo(const place *p);
+
+/* ------------------------------------------------------------------------ */
+/* Workers                                                                   */
+
+#define PLACE_WORKER_BIND (1u << 0) /* also pin the calling thread to cpu */
+
+/* A worker now serves cpu; it starts idle. Only CPUs with a registered worker
+ * are ever returned by place_wakeup(). -EINVAL bad p or flags, -ENODEV cpu not
+ * usable, -EEXIST already registered, or the errno of sched_setaffinity.
+ * Any thread; not concurrently with another register/unregister of the same cpu. */
+PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags);
+
+/* The worker of cpu is gone; cpu is no longer returned. -ENOENT when no
+ * worker is registered there. */
+PLACE_EXTERN int place_worker_unregister(place *p, int cpu);
+
+/* ------------------------------------------------------------------------ */
+/* Tasks                                                                     */
+
+/* The record a runtime embeds in its task object. libplace never allocates
+ * per task. Public fields may be read; private storage is libplace's.
+ * Not shared by concurrent calls: one wakeup or run edge of a task at a time. */
+typedef struct place_task {
+	void *data;                 /* free for the caller */
+	const cpu_set_t *cpus;      /* read-only: allowed CPUs, NULL = any (place_task_set_cpus) */
+	size_t cpus_size;           /* read-only: size in bytes of *cpus */
+	uint64_t priv[12];          /* private */
+} place_task;
+
+/* Initialise a task record: no previous CPU, cookie (0 = trusted, untagged),
+ * NUMA group (0 = none). */
+PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group);
+
+/* Restrict t to the CPUs in set (size bytes, as CPU_ALLOC_SIZE gives; NULL =
+ * any). The set stays owned by the caller and must outlive its use.
+ * -EINVAL when t is NULL or not initialised, or set is non-NULL with size 0. */
+PLACE_EXTERN int place_task_set_cpus(place_task *t, const cpu_set_t *set, size_t size);
+
+/* sizeof(place_task), for FFI binders. */
+PLACE_EXTERN size_t place_task_size(void);
+
+/* ------------------------------------------------------------------------ */
+/* The hot path                                                              */
+
+#define PLACE_WAKE_SYNC    (1u << 0) /* the waker is about to sleep */
+#define PLACE_WAKE_NOCLAIM (1u << 1) /* answer only: claim nothing */
+#define PLACE_WAKE_NEW     (1u << 2) /* first placement: no previous CPU */
+
+/* Task t became runnable: returns the OS CPU whose worker should run it.
+ * Unless NOCLAIM, an idle CPU returned is claimed for t (no concurrent wakeup
+ * gets it) until t starts running anywhere or place_claim_release().
+ * waker_cpu is the CPU of the waking worker, or PLACE_CPU_NONE.
+ * -EINVAL bad arguments or flags, -ENODEV waker_cpu not usable, -ESRCH no
+ * registered worker is allowed for t. Any thread. */
+PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags);
+
+/* The worker of cpu found its queue empty and is about to park. Only that worker. */
+PLACE_EXTERN int place_idle_enter(place *p, int cpu);
+
+/* The worker of cpu starts running t (ends t's claim, wherever it was). Only
+ * that worker. */
+PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
+
+#define PLACE_RUN_SLEEP   0u /* t blocked and will be woken again */
+#define PLACE_RUN_EXIT    1u /* t finished */
+#define PLACE_RUN_PREEMPT 2u /* t was preempted and stays runnable on cpu */
+
+/* t stopped running on cpu. Only the worker of cpu. */
+PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
+
+/* A wakeup that claimed cpu could not be delivered: release the claim. */
+PLACE_EXTERN int place_claim_release(place *p, int cpu);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                                */
+
+typedef struct place_stats {
+	uint64_t wakeups;
+	uint64_t affine_wakeups;
+	uint64_t hit_target;
+	uint64_t hit_prev;
+	uint64_t hit_recent;
+	uint64_t hit_idle_core;
+	uint64_t hit_idle_cpu;
+	uint64_t hit_sibling;     /* found by the sibling rescan */
+	uint64_t hit_fallback;    /* nothing idle found: stacked */
+	uint64_t cpus_probed;
+	uint64_t false_positives; /* busy CPUs cleared from idle masks */
+	uint64_t lost_claims;
+	uint64_t reserved[16];
+} place_stats;
+
+/* Read the counters of LLC domain llc (its dense id), or of the whole instance
+ * when llc is -1. Counters are summed from per-CPU slots without stopping
+ * writers: each is exact, the set is not a single snapshot. */
+PLACE_EXTERN int place_stats_read(const place *p, int llc, place_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PLACE_H */

@@ -1,0 +1,2 @@
+#include "place.h"
+int main(void) { return 0; }
