@@ -131,8 +131,9 @@ static int hwloc_setup(hwloc_topology_t t, const struct src *s)
 	switch (s->kind) {
 	case SRC_XML:
 		if (hwloc_topology_set_xml(t, s->arg) != 0)
-			return place__fail(-EINVAL, "%s: hwloc cannot use this file (%s)", s->name,
-					   strerror(errno));
+			return place__fail(-EINVAL, "%s: hwloc cannot parse it as XML (%s; "
+					   "HWLOC_XML_VERBOSE=1 shows the parser's message)",
+					   s->name, strerror(errno));
 		return 0;
 	case SRC_SYNTHETIC:
 		if (hwloc_topology_set_synthetic(t, s->arg) != 0)
@@ -143,6 +144,36 @@ static int hwloc_setup(hwloc_topology_t t, const struct src *s)
 		break;
 	}
 	return 0;
+}
+
+/* hwloc 2.9 aborts a load whose allowed set has no PU; loading once more
+ * with the disallowed PUs included tells that apart from a broken file. */
+static int export_has_no_allowed_pu(const struct src *s)
+{
+	hwloc_topology_t t;
+	int empty = 0;
+
+	if (hwloc_topology_init(&t) != 0)
+		return 0;
+	if (hwloc_topology_set_flags(t, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) == 0 &&
+	    hwloc_setup(t, s) == 0 && hwloc_topology_load(t) == 0)
+		empty = !hwloc_bitmap_intersects(hwloc_topology_get_allowed_cpuset(t),
+						 hwloc_topology_get_topology_cpuset(t));
+	hwloc_topology_destroy(t);
+	return empty;
+}
+
+static int load_failed(const struct src *s, int err)
+{
+	if (s->kind == SRC_XML && export_has_no_allowed_pu(s))
+		return place__fail(-ENODEV, "%s: no usable CPU: the export's allowed_cpuset "
+				   "holds no PU", s->name);
+	if (s->kind == SRC_XML)
+		return place__fail(-EINVAL, "%s: hwloc cannot load it: not a valid hwloc XML "
+				   "export (HWLOC_XML_VERBOSE=1 shows hwloc's parser message)",
+				   s->name);
+	return place__fail(err == ENOMEM ? -ENOMEM : -EINVAL, "%s: hwloc cannot load it: %s",
+			   s->name, strerror(err));
 }
 
 static int hwloc_open(hwloc_topology_t *out, const struct src *s)
@@ -156,10 +187,7 @@ static int hwloc_open(hwloc_topology_t *out, const struct src *s)
 		return place__fail(-ENOMEM, "%s: hwloc_topology_init failed", s->name);
 	err = hwloc_setup(t, s);
 	if (err == 0 && hwloc_topology_load(t) != 0)
-		err = place__fail(s->kind == SRC_LIVE && errno == ENOMEM ? -ENOMEM : -EINVAL,
-				  "%s: hwloc cannot load it: %s%s", s->name, strerror(errno),
-				  s->kind == SRC_XML ? " (not a valid hwloc XML export; "
-				  "HWLOC_XML_VERBOSE=1 shows hwloc's parser message)" : "");
+		err = load_failed(s, errno);
 	if (err < 0) {
 		hwloc_topology_destroy(t);
 		return err;
