@@ -1,0 +1,465 @@
+/*
+ * place-sim: the placement simulator's command line. See bench/sim/sim.h
+ * for the model, BENCHMARKS.md for what it shows.
+ *
+ *   place-sim --topology 'synthetic:pack:2 [numa] l3:8 core:8 pu:2(indexes=core)' \
+ *             --workload hackbench --load 1,8,32,128
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim/sim.h"
+
+#define MAX_POLICIES 32
+#define MAX_LOADS 64
+
+struct opts {
+	const char *topology;
+	const char *workload;
+	const char *policies;
+	const char *load_list;
+	const char *load_name;
+	int fmt;
+	bool host_time, quiet, summary;
+	struct sim_params prm;
+};
+
+struct progress {
+	uint64_t start, last;
+	int load, li, nl, pi, np;
+	const char *policy;
+	bool tty, printed;
+};
+
+static uint64_t host_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: place-sim [options]\n"
+	      "  --topology SRC       live, xml:PATH or synthetic:STRING (default: live / $PLACE_TOPOLOGY)\n"
+	      "  --workload NAME      hackbench | schbench | pingpong | stream | mix (default hackbench)\n"
+	      "  --policies LIST      all, or NAME[-feat|+feat...],... (see BENCHMARKS.md)\n"
+	      "  --load LIST          sweep of the workload's load: 1,4,16 or A..B (doubling) or A..B+K\n"
+	      "                       (hackbench/mix: groups, schbench: workers, pingpong: pairs, stream: threads)\n"
+	      "  --format F           table | tsv | json (default table)\n"
+	      "  --seed N             PRNG seed (default 1); same seed, same output\n"
+	      "  --no-host-time       omit host ns per decision (byte-identical output across runs)\n"
+	      "  --summary            after the table, one line per load: who wins, by how much\n"
+	      "  --quiet              no progress on stderr\n"
+	      "machine model:\n"
+	      "  --smt-factor F (0.6)  --wake-ns N (4000)  --llc-penalty-ns N (5000)  --node-penalty-ns N (15000)\n"
+	      "  --decision-ns N (50)  --probe-ns N (15)  --slice-ns N (3000000)  --jitter PCT (20)\n"
+	      "  --steal              idle workers steal nearest-first before parking\n"
+	      "  --max-time-ns N      stop a run at this virtual time\n"
+	      "workloads:\n"
+	      "  hackbench: --groups N --senders N --receivers N --loops N --pipe N --send-ns N --recv-ns N\n"
+	      "  schbench:  --msg-threads N --workers N --rounds N --work-ns N --msg-ns N\n"
+	      "  pingpong:  --pairs N --hops N --run-ns N\n"
+	      "  stream:    --threads N (0 = one per core) --iters N --burst-ns N\n",
+	      f);
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_int(const char *s, int *out, int min)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) < 0 || v > INT_MAX || (int)v < min)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+/* "1,4,16", "A..B" (doubling from A, B included) or "A..B+K" (step K). */
+static int parse_loads(const char *s, int *out, int max)
+{
+	int n = 0, a, b, k = 0;
+	char tail;
+
+	if (sscanf(s, "%d..%d+%d%c", &a, &b, &k, &tail) == 3 ||
+	    (k = 0, sscanf(s, "%d..%d%c", &a, &b, &tail) == 2)) {
+		if (a < 1 || b < a || k < 0)
+			return -EINVAL;
+		for (int v = a; v <= b && n < max; v = k ? v + k : v * 2)
+			out[n++] = v;
+		if (!k && out[n - 1] != b && n < max)
+			out[n++] = b;
+		return n;
+	}
+	while (*s && n < max) {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v < 1 || v > INT_MAX || (*end && *end != ','))
+			return -EINVAL;
+		out[n++] = (int)v;
+		s = *end ? end + 1 : end;
+	}
+	return n ? n : -EINVAL;
+}
+
+enum {
+	O_TOPOLOGY = 256, O_WORKLOAD, O_POLICIES, O_LOAD, O_FORMAT, O_SEED, O_NO_HOST_TIME, O_QUIET,
+	O_SUMMARY, O_SMT, O_WAKE, O_LLC_PEN, O_NODE_PEN, O_DECISION, O_PROBE, O_SLICE, O_JITTER,
+	O_STEAL, O_MAX_TIME, O_GROUPS, O_SENDERS, O_RECEIVERS, O_LOOPS, O_PIPE, O_SEND_NS, O_RECV_NS,
+	O_MSG_THREADS, O_WORKERS, O_ROUNDS, O_WORK_NS, O_MSG_NS, O_PAIRS, O_HOPS, O_RUN_NS, O_THREADS,
+	O_ITERS, O_BURST_NS, O_HELP
+};
+
+static const struct option long_opts[] = {
+	{ "topology", required_argument, NULL, O_TOPOLOGY },
+	{ "workload", required_argument, NULL, O_WORKLOAD },
+	{ "policies", required_argument, NULL, O_POLICIES },
+	{ "load", required_argument, NULL, O_LOAD },
+	{ "format", required_argument, NULL, O_FORMAT },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "no-host-time", no_argument, NULL, O_NO_HOST_TIME },
+	{ "quiet", no_argument, NULL, O_QUIET },
+	{ "summary", no_argument, NULL, O_SUMMARY },
+	{ "smt-factor", required_argument, NULL, O_SMT },
+	{ "wake-ns", required_argument, NULL, O_WAKE },
+	{ "llc-penalty-ns", required_argument, NULL, O_LLC_PEN },
+	{ "node-penalty-ns", required_argument, NULL, O_NODE_PEN },
+	{ "decision-ns", required_argument, NULL, O_DECISION },
+	{ "probe-ns", required_argument, NULL, O_PROBE },
+	{ "slice-ns", required_argument, NULL, O_SLICE },
+	{ "jitter", required_argument, NULL, O_JITTER },
+	{ "steal", no_argument, NULL, O_STEAL },
+	{ "max-time-ns", required_argument, NULL, O_MAX_TIME },
+	{ "groups", required_argument, NULL, O_GROUPS },
+	{ "senders", required_argument, NULL, O_SENDERS },
+	{ "receivers", required_argument, NULL, O_RECEIVERS },
+	{ "loops", required_argument, NULL, O_LOOPS },
+	{ "pipe", required_argument, NULL, O_PIPE },
+	{ "send-ns", required_argument, NULL, O_SEND_NS },
+	{ "recv-ns", required_argument, NULL, O_RECV_NS },
+	{ "msg-threads", required_argument, NULL, O_MSG_THREADS },
+	{ "workers", required_argument, NULL, O_WORKERS },
+	{ "rounds", required_argument, NULL, O_ROUNDS },
+	{ "work-ns", required_argument, NULL, O_WORK_NS },
+	{ "msg-ns", required_argument, NULL, O_MSG_NS },
+	{ "pairs", required_argument, NULL, O_PAIRS },
+	{ "hops", required_argument, NULL, O_HOPS },
+	{ "run-ns", required_argument, NULL, O_RUN_NS },
+	{ "threads", required_argument, NULL, O_THREADS },
+	{ "iters", required_argument, NULL, O_ITERS },
+	{ "burst-ns", required_argument, NULL, O_BURST_NS },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_smt(const char *s, unsigned *out)
+{
+	char *end;
+	double f = strtod(s, &end);
+
+	if (end == s || *end || !(f > 0.0 && f <= 1.0))
+		return -EINVAL;
+	*out = (unsigned)(f * 1000.0 + 0.5);
+	return 0;
+}
+
+/* Options that set one integer parameter. */
+static int *int_param(struct sim_params *p, int opt, int *min)
+{
+	*min = 1;
+	switch (opt) {
+	case O_JITTER: *min = 0; return (int *)&p->jitter_pct;
+	case O_GROUPS: return &p->hb_groups;
+	case O_SENDERS: return &p->hb_senders;
+	case O_RECEIVERS: return &p->hb_receivers;
+	case O_LOOPS: return &p->hb_loops;
+	case O_PIPE: return &p->hb_pipe;
+	case O_MSG_THREADS: return &p->sb_msg_threads;
+	case O_WORKERS: return &p->sb_workers;
+	case O_ROUNDS: return &p->sb_rounds;
+	case O_PAIRS: return &p->pp_pairs;
+	case O_HOPS: return &p->pp_rounds;
+	case O_THREADS: *min = 0; return &p->st_threads;
+	case O_ITERS: return &p->st_iters;
+	default: return NULL;
+	}
+}
+
+static uint64_t *u64_param(struct sim_params *p, int opt)
+{
+	switch (opt) {
+	case O_SEED: return &p->seed;
+	case O_WAKE: return &p->wake_ns;
+	case O_LLC_PEN: return &p->llc_penalty_ns;
+	case O_NODE_PEN: return &p->node_penalty_ns;
+	case O_DECISION: return &p->decision_ns;
+	case O_PROBE: return &p->probe_ns;
+	case O_SLICE: return &p->slice_ns;
+	case O_MAX_TIME: return &p->max_time_ns;
+	case O_SEND_NS: return &p->hb_send_ns;
+	case O_RECV_NS: return &p->hb_recv_ns;
+	case O_WORK_NS: return &p->sb_work_ns;
+	case O_MSG_NS: return &p->sb_msg_ns;
+	case O_RUN_NS: return &p->pp_run_ns;
+	case O_BURST_NS: return &p->st_burst_ns;
+	default: return NULL;
+	}
+}
+
+static int parse_format(const char *s, int *fmt)
+{
+	if (!strcmp(s, "table"))
+		*fmt = SIM_FMT_TABLE;
+	else if (!strcmp(s, "tsv"))
+		*fmt = SIM_FMT_TSV;
+	else if (!strcmp(s, "json"))
+		*fmt = SIM_FMT_JSON;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* One option: 0, or -EINVAL after a message. */
+static int apply_opt(struct opts *o, int opt, const char *arg)
+{
+	int *ip, min, err = 0;
+	uint64_t *up;
+
+	if ((ip = int_param(&o->prm, opt, &min)))
+		err = parse_int(arg, ip, min);
+	else if ((up = u64_param(&o->prm, opt)))
+		err = parse_u64(arg, up);
+	else if (opt == O_SMT)
+		err = parse_smt(arg, &o->prm.smt_permille);
+	else if (opt == O_FORMAT)
+		err = parse_format(arg, &o->fmt);
+	else if (opt == O_TOPOLOGY)
+		o->topology = arg;
+	else if (opt == O_WORKLOAD)
+		o->workload = arg;
+	else if (opt == O_POLICIES)
+		o->policies = arg;
+	else if (opt == O_LOAD)
+		o->load_list = arg;
+	else if (opt == O_NO_HOST_TIME)
+		o->host_time = false;
+	else if (opt == O_QUIET)
+		o->quiet = true;
+	else if (opt == O_SUMMARY)
+		o->summary = true;
+	else if (opt == O_STEAL)
+		o->prm.steal = true;
+	else
+		err = -EINVAL;
+	if (err)
+		fprintf(stderr, "place-sim: bad value '%s'\n", arg ? arg : "");
+	return err;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	int opt;
+
+	memset(o, 0, sizeof(*o));
+	o->workload = "hackbench";
+	o->policies = "all";
+	o->host_time = true;
+	sim_params_default(&o->prm);
+	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+		if (opt == O_HELP || opt == 'h') {
+			usage(stdout);
+			exit(0);
+		}
+		if (opt == '?' || apply_opt(o, opt, optarg) < 0) {
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "place-sim: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (sim_workload_select(&o->prm, o->workload, &o->load_name) < 0) {
+		fprintf(stderr, "place-sim: unknown workload '%s'\n", o->workload);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void progress_cb(void *arg, const struct sim *s)
+{
+	struct progress *pg = arg;
+	uint64_t now = host_ns();
+
+	if (now - pg->start < 2000000000u || now - pg->last < 1000000000u)
+		return;
+	pg->last = now;
+	pg->printed = true;
+	fprintf(stderr, "%splace-sim: load %d (%d/%d) %s (%d/%d): %.1f ms simulated, %d/%d tasks left, %.0fs%s",
+		pg->tty ? "\r" : "", pg->load, pg->li + 1, pg->nl, pg->policy, pg->pi + 1, pg->np,
+		(double)s->now / 1e6, s->live, s->nr_tasks, (double)(now - pg->start) / 1e9,
+		pg->tty ? "\033[K" : "\n");
+}
+
+static double thr(const struct sim_result *r)
+{
+	return r->makespan_ns ? (double)r->units / (double)r->makespan_ns : 0.0;
+}
+
+static const struct sim_result *find(const struct sim_result *r, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(r[i].policy, name))
+			return &r[i];
+	return NULL;
+}
+
+static void compare(const struct sim_result *r, int n, const char *a, const char *b, const char *label)
+{
+	const struct sim_result *x = find(r, n, a), *y = find(r, n, b);
+
+	if (x && y && thr(y) > 0)
+		printf("; %s %+.1f%%", label, (thr(x) / thr(y) - 1.0) * 100.0);
+}
+
+/* One line per load level: the fastest policy and the comparisons the seeds make. */
+static void summary_line(const char *load_name, const struct sim_result *r, int n)
+{
+	int best = 0;
+
+	for (int i = 1; i < n; i++)
+		if (thr(&r[i]) > thr(&r[best]))
+			best = i;
+	printf("%s=%d: fastest %s", load_name, r[0].load, r[best].policy);
+	compare(r, n, "sis_core-claim", "linear-claim", "sis_core vs linear (kernel-like, no claim)");
+	compare(r, n, "sis_core", "linear", "with claim");
+	compare(r, n, "sis_core", "lifo", "sis_core vs lifo");
+	compare(r, n, "sis_core", "random", "vs random");
+	for (int i = 0; i < n; i++)
+		if (!strcmp(r[i].policy, "sis_core") || !strcmp(r[i].policy, "lifo") ||
+		    !strcmp(r[i].policy, "random"))
+			printf("; %s icmiss %.1f%% p99 %.0fus", r[i].policy,
+			       r[i].run_starts ? 100.0 * (double)r[i].idle_core_misses / (double)r[i].run_starts : 0.0,
+			       (double)r[i].lat_p99 / 1e3);
+	printf("\n");
+}
+
+static void describe(char *buf, size_t size, const struct opts *o, const struct sim_machine *m,
+		     const place_topo *topo)
+{
+	const struct sim_params *p = &o->prm;
+
+	snprintf(buf, size,
+		 "place-sim %s on %s: %d CPUs, %d cores, %d LLCs, %d nodes; smt %.2f wake %" PRIu64
+		 "ns llc+%" PRIu64 "ns node+%" PRIu64 "ns decision %" PRIu64 "ns+%" PRIu64
+		 "ns/probe slice %" PRIu64 "ns jitter %u%%%s seed %" PRIu64,
+		 o->workload, place_topo_source(topo), m->nr_cpus, m->nr_cores, m->nr_llcs, m->nr_nodes,
+		 p->smt_permille / 1000.0, p->wake_ns, p->llc_penalty_ns, p->node_penalty_ns,
+		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, p->steal ? " steal" : "", p->seed);
+}
+
+static int run_all(struct opts *o, const place_topo *topo, const struct sim_machine *m,
+		   const struct sim_policy_spec *pol, int np, const int *loads, int nl)
+{
+	struct progress pg = { .start = host_ns(), .nl = nl, .np = np, .tty = isatty(2) };
+	struct sim_result *res = calloc((size_t)np, sizeof(*res));
+	char what[1024];
+	int err = 0;
+
+	if (!res)
+		return -ENOMEM;
+	describe(what, sizeof(what), o, m, topo);
+	sim_report_header(stdout, o->fmt, what);
+	for (int li = 0; li < nl && !err; li++) {
+		sim_set_load(&o->prm, o->load_name, loads[li]);
+		for (int pi = 0; pi < np && !err; pi++) {
+			pg.load = loads[li], pg.li = li, pg.pi = pi, pg.policy = pol[pi].name;
+			err = sim_run(topo, m, &o->prm, &pol[pi], o->host_time, &res[pi],
+				      o->quiet ? NULL : progress_cb, &pg);
+			res[pi].load = loads[li];
+			if (err < 0)
+				fprintf(stderr, "place-sim: %s at %s=%d: %s\n", pol[pi].name, o->load_name,
+					loads[li], place_strerror(err));
+			else
+				sim_report_row(stdout, o->fmt, &res[pi], &res[0], li == 0 && pi == 0);
+		}
+		if (!err && o->summary && o->fmt == SIM_FMT_TABLE)
+			summary_line(o->load_name, res, np);
+	}
+	sim_report_footer(stdout, o->fmt);
+	if (pg.printed && pg.tty)
+		fprintf(stderr, "\r\033[K");
+	free(res);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct sim_policy_spec pol[MAX_POLICIES];
+	struct sim_machine m;
+	place_topo *topo = NULL;
+	struct opts o;
+	int loads[MAX_LOADS], nl = 1, np, err;
+
+	if (parse_args(argc, argv, &o) < 0)
+		return 2;
+	np = sim_policy_parse(o.policies, pol, MAX_POLICIES);
+	if (np < 0)
+		return 2;
+	if (o.load_list) {
+		nl = parse_loads(o.load_list, loads, MAX_LOADS);
+		if (nl < 0) {
+			fprintf(stderr, "place-sim: bad --load '%s'\n", o.load_list);
+			return 2;
+		}
+	}
+	err = place_topo_load(&topo, o.topology);
+	if (err < 0) {
+		fprintf(stderr, "place-sim: %s: %s\n", place_strerror(err), place_last_error());
+		return 1;
+	}
+	err = sim_machine_init(&m, topo);
+	if (err < 0) {
+		fprintf(stderr, "place-sim: cannot read the topology: %s\n", place_strerror(err));
+		place_topo_free(topo);
+		return 1;
+	}
+	if (!o.prm.st_threads)
+		o.prm.st_threads = m.nr_cores;
+	if (!o.load_list) {
+		/* No sweep: one level, the workload's own parameter. */
+		const int cur[] = { o.prm.hb_groups, o.prm.sb_workers, o.prm.pp_pairs, o.prm.st_threads };
+		const char *names[] = { "groups", "workers", "pairs", "threads" };
+
+		for (int i = 0; i < 4; i++)
+			if (!strcmp(o.load_name, names[i]))
+				loads[0] = cur[i];
+	}
+	err = run_all(&o, topo, &m, pol, np, loads, nl);
+	sim_machine_fini(&m);
+	place_topo_free(topo);
+	return err < 0 ? 1 : 0;
+}

@@ -1,0 +1,595 @@
+/*
+ * The event loop: CPUs, run queues, SMT speed, wakeups, metrics.
+ *
+ * Work is counted in milli-ns: a CPU at full speed does 1000 units per
+ * virtual ns, a CPU whose SMT sibling also runs does smt_permille. When a
+ * core's number of running CPUs changes, every running CPU of that core has
+ * its progress accounted at the old rate and its burst end rescheduled at
+ * the new one (the stale event is recognised by its generation).
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+
+#define FULL_SPEED 1000u
+
+static uint64_t host_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void fail(struct sim *s, int err)
+{
+	if (!s->error)
+		s->error = err < 0 ? err : -EIO;
+}
+
+/* ---- idle accounting ---------------------------------------------------- */
+
+static void set_idle(struct sim *s, int c, bool idle)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+	int core = s->m->core[c], llc = s->m->llc[c];
+	int delta = idle ? 1 : -1;
+
+	if (cpu->idle == idle)
+		return;
+	cpu->idle = idle;
+	s->idle_cpus += delta;
+	s->llc_idle_cpus[llc] += delta;
+	/* A core is idle when none of its CPUs is busy. */
+	if (idle && --s->core_busy[core] == 0)
+		s->llc_idle_cores[llc]++;
+	else if (!idle && s->core_busy[core]++ == 0)
+		s->llc_idle_cores[llc]--;
+}
+
+static void update_idle(struct sim *s, int c)
+{
+	const struct sim_cpu *cpu = &s->cpu[c];
+
+	set_idle(s, c, cpu->cur < 0 && cpu->qlen == 0 && !cpu->waking);
+}
+
+/* ---- progress and SMT speed --------------------------------------------- */
+
+static void account(struct sim *s, int c)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+	struct sim_task *t;
+	uint64_t dt = s->now - cpu->since, done;
+
+	cpu->since = s->now;
+	if (cpu->cur < 0)
+		return;
+	t = &s->task[cpu->cur];
+	done = dt * cpu->rate;
+	t->work = done >= t->work ? 0 : t->work - done;
+	s->busy_ns += dt;
+}
+
+static void schedule_end(struct sim *s, int c)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+	const struct sim_task *t = &s->task[cpu->cur];
+	uint64_t dt = (t->work + cpu->rate - 1) / cpu->rate;
+	int err;
+
+	cpu->gen++;
+	cpu->burst_end = s->now + dt;
+	err = sim_heap_push(&s->heap, cpu->burst_end, SIM_EV_BURST_END, c, cpu->gen);
+	if (err < 0)
+		fail(s, err);
+}
+
+/* Recompute the speed of the running CPUs of core, after a change. */
+static void rerate_core(struct sim *s, int core)
+{
+	const struct sim_machine *m = s->m;
+	unsigned rate = s->core_running[core] > 1 ? s->prm->smt_permille : FULL_SPEED;
+
+	for (int i = m->core_start[core]; i < m->core_start[core + 1]; i++) {
+		int c = m->core_cpus[i];
+		struct sim_cpu *cpu = &s->cpu[c];
+
+		if (cpu->cur < 0 || cpu->rate == rate)
+			continue;
+		account(s, c);
+		cpu->rate = rate;
+		schedule_end(s, c);
+	}
+}
+
+/* ---- run queues ----------------------------------------------------------- */
+
+static void rq_push(struct sim *s, int c, struct sim_task *t)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+
+	t->next = -1;
+	t->cpu = c;
+	t->state = SIM_QUEUED;
+	if (cpu->qtail >= 0)
+		s->task[cpu->qtail].next = t->id;
+	else
+		cpu->qhead = t->id;
+	cpu->qtail = t->id;
+	cpu->qlen++;
+}
+
+static struct sim_task *rq_pop(struct sim *s, int c)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+	struct sim_task *t;
+
+	if (cpu->qhead < 0)
+		return NULL;
+	t = &s->task[cpu->qhead];
+	cpu->qhead = t->next;
+	if (cpu->qhead < 0)
+		cpu->qtail = -1;
+	cpu->qlen--;
+	t->next = -1;
+	return t;
+}
+
+/* ---- starting a task -------------------------------------------------------- */
+
+static void record_latency(struct sim *s, uint64_t lat)
+{
+	if (s->nlat == s->lat_cap) {
+		size_t cap = s->lat_cap ? s->lat_cap * 2 : 4096;
+		uint64_t *p = realloc(s->lat, cap * sizeof(*p));
+
+		if (!p) {
+			fail(s, -ENOMEM);
+			return;
+		}
+		s->lat = p;
+		s->lat_cap = cap;
+	}
+	s->lat[s->nlat++] = lat;
+}
+
+/* Metrics at run start: an idle-core miss, a migration and its penalty. */
+static void note_start(struct sim *s, int c, struct sim_task *t)
+{
+	const struct sim_machine *m = s->m;
+	int core = m->core[c];
+
+	s->res.run_starts++;
+	if (t->woken) {
+		record_latency(s, s->now - t->wake_time);
+		t->woken = false;
+	}
+	/* core_running does not count c yet: another sibling runs. */
+	if (s->core_running[core] > 0 && s->llc_idle_cores[m->llc[c]] > 0)
+		s->res.idle_core_misses++;
+	if (t->last_cpu >= 0 && m->node[t->last_cpu] != m->node[c]) {
+		s->res.cross_node++;
+		s->res.cross_llc++;
+		t->debt += s->prm->node_penalty_ns;
+	} else if (t->last_cpu >= 0 && m->llc[t->last_cpu] != m->llc[c]) {
+		s->res.cross_llc++;
+		t->debt += s->prm->llc_penalty_ns;
+	}
+}
+
+static void start_next(struct sim *s, int c);
+
+/* The worker of c has nothing queued: steal nearest-first when enabled, else park. */
+static bool try_steal(struct sim *s, int c);
+
+static void go_idle(struct sim *s, int c)
+{
+	int err;
+
+	if (s->prm->steal && try_steal(s, c))
+		return;
+	update_idle(s, c);
+	err = sim_pol_idle_enter(&s->pol, c);
+	if (err < 0)
+		fail(s, err);
+}
+
+static void start_next(struct sim *s, int c)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+	struct sim_task *t = rq_pop(s, c);
+	int err;
+
+	if (!t) {
+		go_idle(s, c);
+		return;
+	}
+	note_start(s, c, t);
+	err = sim_pol_run_begin(&s->pol, c, t);
+	if (err < 0)
+		fail(s, err);
+	cpu->cur = t->id;
+	cpu->since = s->now;
+	cpu->rate = 0; /* forces rerate_core to schedule the end */
+	t->state = SIM_RUNNING;
+	t->cpu = c;
+	t->last_cpu = c;
+	t->slice_start = s->now;
+	t->work += t->debt * FULL_SPEED;
+	t->debt = 0;
+	s->core_running[s->m->core[c]]++;
+	rerate_core(s, s->m->core[c]);
+	update_idle(s, c);
+}
+
+/* Distance classes for stealing: SMT sibling, same LLC, same node, any. */
+static int distance(const struct sim_machine *m, int a, int b)
+{
+	if (m->core[a] == m->core[b])
+		return 0;
+	if (m->llc[a] == m->llc[b])
+		return 1;
+	return m->node[a] == m->node[b] ? 2 : 3;
+}
+
+static bool try_steal(struct sim *s, int c)
+{
+	for (int d = 0; d < 4; d++) {
+		for (int v = 0; v < s->m->nr_cpus; v++) {
+			struct sim_task *t;
+
+			if (v == c || s->cpu[v].qlen == 0 || distance(s->m, c, v) != d)
+				continue;
+			t = rq_pop(s, v);
+			update_idle(s, v);
+			rq_push(s, c, t);
+			s->res.steals++;
+			start_next(s, c);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- wakeups ------------------------------------------------------------- */
+
+/* The waker pays for the decision, as select_idle_sibling runs in the
+ * waker's context: a base cost plus a cost per CPU probed (remote cache
+ * lines of busy CPUs, what SIS_CORE exists to avoid touching). */
+static void charge_decision(struct sim *s, int waker)
+{
+	const struct sim_params *p = s->prm;
+	uint64_t cost = p->decision_ns;
+
+	if (p->probe_ns && s->pol.spec.kind == SIM_POL_PLACE) {
+		place_stats st;
+
+		sim_pol_stats(&s->pol, &st);
+		cost += (st.cpus_probed - s->probed) * p->probe_ns;
+		s->probed = st.cpus_probed;
+	}
+	if (waker >= 0 && s->cpu[waker].cur >= 0)
+		s->task[s->cpu[waker].cur].debt += cost;
+}
+
+int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
+{
+	struct sim_cpu *cpu;
+	uint64_t t0 = 0;
+	int c;
+
+	if (t->state != SIM_SLEEPING)
+		return 0;
+	if (t->last_cpu < 0)
+		flags |= PLACE_WAKE_NEW;
+	if (s->host_time)
+		t0 = host_ns();
+	c = sim_pol_select(&s->pol, t, waker, flags);
+	if (s->host_time)
+		s->res.host_ns += host_ns() - t0;
+	s->res.decisions++;
+	if (c < 0 || c >= s->m->nr_cpus) {
+		fail(s, c < 0 ? c : -ERANGE);
+		return c < 0 ? c : -ERANGE;
+	}
+	charge_decision(s, waker);
+	s->res.wakeups++;
+	cpu = &s->cpu[c];
+	if (!cpu->idle) {
+		if (s->llc_idle_cpus[s->m->llc[c]] > 0)
+			s->res.stack_llc++;
+		if (s->idle_cpus > 0)
+			s->res.stack_any++;
+	}
+	t->woken = true;
+	t->wake_time = s->now;
+	rq_push(s, c, t);
+	if (cpu->cur < 0 && !cpu->waking) {
+		/* A parked worker: it runs the task after the wakeup latency. */
+		cpu->waking = true;
+		if (sim_heap_push(&s->heap, s->now + s->prm->wake_ns, SIM_EV_WAKE_DONE, c, 0) < 0)
+			fail(s, -ENOMEM);
+	}
+	update_idle(s, c);
+	return 0;
+}
+
+uint64_t sim_burst(struct sim *s, uint64_t base_ns)
+{
+	uint64_t w = base_ns * FULL_SPEED;
+	unsigned j = s->prm->jitter_pct;
+
+	if (j && base_ns) {
+		/* Uniform in [base*(1-j), base*(1+j)]. */
+		uint64_t span = w / 100 * j;
+
+		w = w - span + sim_rand(&s->rng) % (2 * span + 1);
+	}
+	return w ? w : 1;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static void on_wake_done(struct sim *s, int c)
+{
+	s->cpu[c].waking = false;
+	if (s->cpu[c].cur < 0)
+		start_next(s, c);
+}
+
+/* The running task left c (slept, exited or was preempted). */
+static void vacate(struct sim *s, int c)
+{
+	s->cpu[c].cur = -1;
+	s->core_running[s->m->core[c]]--;
+	rerate_core(s, s->m->core[c]);
+}
+
+static void end_run(struct sim *s, int c, struct sim_task *t, int action)
+{
+	static const unsigned how[] = { [SIM_CONTINUE] = PLACE_RUN_PREEMPT, [SIM_SLEEP] = PLACE_RUN_SLEEP,
+					[SIM_EXIT] = PLACE_RUN_EXIT };
+	int err = sim_pol_run_end(&s->pol, c, t, how[action]);
+
+	if (err < 0)
+		fail(s, err);
+	vacate(s, c);
+	if (action == SIM_CONTINUE) {
+		rq_push(s, c, t);
+	} else if (action == SIM_SLEEP) {
+		t->state = SIM_SLEEPING;
+		t->cpu = -1;
+	} else {
+		t->state = SIM_EXITED;
+		t->cpu = -1;
+		s->live--;
+		s->res.exited++;
+		if (!s->live)
+			s->res.makespan_ns = s->now;
+	}
+	start_next(s, c);
+}
+
+static void on_burst_end(struct sim *s, int c, unsigned gen)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+	struct sim_task *t;
+	struct sim_wl *w;
+	int action;
+
+	if (cpu->cur < 0 || cpu->gen != gen)
+		return; /* stale: the burst was rescheduled */
+	account(s, c);
+	t = &s->task[cpu->cur];
+	w = s->wl[t->wl];
+	t->work = 0;
+	action = w->ops->burst_end(s, w, t, c);
+	if (action < 0) {
+		fail(s, action);
+		return;
+	}
+	if (t->debt) {
+		t->work += t->debt * FULL_SPEED;
+		t->debt = 0;
+	}
+	/* Preempt only when the slice is used up and someone waits. */
+	if (action == SIM_CONTINUE && (cpu->qlen == 0 || s->now - t->slice_start < s->prm->slice_ns)) {
+		schedule_end(s, c);
+		return;
+	}
+	end_run(s, c, t, action);
+}
+
+/* ---- the run --------------------------------------------------------------- */
+
+static const struct sim_wl_ops *const wl_ops[SIM_WL_NR] = {
+	[SIM_WL_HACKBENCH] = &sim_wl_hackbench,
+	[SIM_WL_SCHBENCH] = &sim_wl_schbench,
+	[SIM_WL_PINGPONG] = &sim_wl_pingpong,
+	[SIM_WL_STREAM] = &sim_wl_stream,
+};
+
+static int *zalloc_int(size_t n)
+{
+	return calloc(n ? n : 1, sizeof(int));
+}
+
+static int setup_cpus(struct sim *s)
+{
+	const struct sim_machine *m = s->m;
+
+	s->cpu = calloc((size_t)m->nr_cpus, sizeof(*s->cpu));
+	s->core_busy = zalloc_int((size_t)m->nr_cores);
+	s->core_running = zalloc_int((size_t)m->nr_cores);
+	s->llc_idle_cpus = zalloc_int((size_t)m->nr_llcs);
+	s->llc_idle_cores = zalloc_int((size_t)m->nr_llcs);
+	if (!s->cpu || !s->core_busy || !s->core_running || !s->llc_idle_cpus || !s->llc_idle_cores)
+		return -ENOMEM;
+	for (int c = 0; c < m->nr_cpus; c++) {
+		s->cpu[c] = (struct sim_cpu){ .cur = -1, .qhead = -1, .qtail = -1, .idle = true };
+		s->llc_idle_cpus[m->llc[c]]++;
+	}
+	for (int l = 0; l < m->nr_llcs; l++)
+		s->llc_idle_cores[l] = m->llc_cores[l];
+	s->idle_cpus = m->nr_cpus;
+	return 0;
+}
+
+static int setup_tasks(struct sim *s)
+{
+	int n = 0;
+
+	for (int k = 0; k < SIM_WL_NR; k++)
+		if (s->prm->enabled[k])
+			n += wl_ops[k]->nr_tasks(s->prm);
+	if (n <= 0)
+		return -EINVAL;
+	s->task = calloc((size_t)n, sizeof(*s->task));
+	if (!s->task)
+		return -ENOMEM;
+	s->nr_tasks = s->live = n;
+	for (int i = 0; i < n; i++) {
+		struct sim_task *t = &s->task[i];
+
+		place_task_init(&t->pt, 0, 0);
+		t->id = i;
+		t->cpu = t->last_cpu = t->next = t->peer = t->wait_next = -1;
+		t->state = SIM_SLEEPING;
+	}
+	s->res.tasks = (uint64_t)n;
+	return 0;
+}
+
+static int start_workloads(struct sim *s)
+{
+	int first = 0;
+
+	for (int k = 0; k < SIM_WL_NR; k++) {
+		struct sim_wl *w;
+		int err;
+
+		if (!s->prm->enabled[k])
+			continue;
+		w = calloc(1, sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		s->wl[s->nr_wl] = w;
+		w->ops = wl_ops[k];
+		w->first = first;
+		w->n = w->ops->nr_tasks(s->prm);
+		for (int i = first; i < first + w->n; i++)
+			s->task[i].wl = s->nr_wl;
+		s->nr_wl++;
+		first += w->n;
+		err = w->ops->start(s, w);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t percentile(const uint64_t *v, size_t n, unsigned permille)
+{
+	size_t i;
+
+	if (!n)
+		return 0;
+	i = (size_t)(((uint64_t)n * permille + 999) / 1000);
+	return v[i ? i - 1 : 0];
+}
+
+static void finish(struct sim *s)
+{
+	struct sim_result *r = &s->res;
+
+	for (int c = 0; c < s->m->nr_cpus; c++)
+		account(s, c);
+	if (!r->makespan_ns)
+		r->makespan_ns = s->now;
+	qsort(s->lat, s->nlat, sizeof(*s->lat), cmp_u64);
+	r->lat_p50 = percentile(s->lat, s->nlat, 500);
+	r->lat_p99 = percentile(s->lat, s->nlat, 990);
+	r->lat_p999 = percentile(s->lat, s->nlat, 999);
+	r->lat_max = s->nlat ? s->lat[s->nlat - 1] : 0;
+	r->util = r->makespan_ns ? (double)s->busy_ns / ((double)s->m->nr_cpus * (double)r->makespan_ns) : 0;
+	r->ok = s->live == 0 && !s->error;
+	sim_pol_stats(&s->pol, &r->st);
+}
+
+static void loop(struct sim *s)
+{
+	struct sim_event ev;
+	uint64_t next_progress = 1u << 16;
+
+	while (s->live && !s->error && sim_heap_pop(&s->heap, &ev)) {
+		if (s->prm->max_time_ns && ev.time > s->prm->max_time_ns)
+			break;
+		s->now = ev.time;
+		s->res.events++;
+		if (ev.type == SIM_EV_WAKE_DONE)
+			on_wake_done(s, ev.a);
+		else
+			on_burst_end(s, ev.a, ev.b);
+		if (s->progress && s->res.events >= next_progress) {
+			next_progress += 1u << 16;
+			s->progress(s->progress_arg, s);
+		}
+	}
+}
+
+static void teardown(struct sim *s)
+{
+	for (int k = 0; k < s->nr_wl; k++) {
+		if (s->wl[k]->ops->fini)
+			s->wl[k]->ops->fini(s->wl[k]);
+		free(s->wl[k]);
+	}
+	sim_pol_fini(&s->pol);
+	sim_heap_fini(&s->heap);
+	free(s->cpu);
+	free(s->task);
+	free(s->core_busy);
+	free(s->core_running);
+	free(s->llc_idle_cpus);
+	free(s->llc_idle_cores);
+	free(s->lat);
+}
+
+int sim_run(const place_topo *topo, const struct sim_machine *m, const struct sim_params *prm,
+	    const struct sim_policy_spec *spec, bool host_time, struct sim_result *res,
+	    void (*progress)(void *, const struct sim *), void *progress_arg)
+{
+	struct sim s = { .topo = topo, .m = m, .prm = prm, .rng = prm->seed, .host_time = host_time,
+			 .progress = progress, .progress_arg = progress_arg };
+	int err;
+
+	snprintf(s.res.policy, sizeof(s.res.policy), "%s", spec->name);
+	err = setup_cpus(&s);
+	if (!err)
+		err = setup_tasks(&s);
+	if (!err)
+		err = sim_pol_init(&s.pol, &s, spec);
+	if (!err)
+		err = start_workloads(&s);
+	if (!err)
+		loop(&s);
+	if (!err)
+		err = s.error;
+	finish(&s);
+	*res = s.res;
+	teardown(&s);
+	return err;
+}

@@ -1,0 +1,125 @@
+/*
+ * The simulated machine: place_topo read once through the public accessors
+ * into flat arrays indexed by dense CPU (ascending OS number).
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static int *ialloc(size_t n)
+{
+	return calloc(n ? n : 1, sizeof(int));
+}
+
+/* Counting sort of the CPUs by group id into a CSR layout (start[g] ..
+ * start[g+1]-1 in cpus[]); CPUs stay in ascending order inside a group. */
+static int csr_build(const int *group, int n, int nr_groups, int **start, int **cpus)
+{
+	int *st = ialloc((size_t)nr_groups + 1), *c = ialloc((size_t)n), *fill;
+
+	if (!st || !c)
+		goto nomem;
+	for (int i = 0; i < n; i++)
+		st[group[i] + 1]++;
+	for (int g = 0; g < nr_groups; g++)
+		st[g + 1] += st[g];
+	fill = ialloc((size_t)nr_groups);
+	if (!fill)
+		goto nomem;
+	for (int i = 0; i < n; i++)
+		c[st[group[i]] + fill[group[i]]++] = i;
+	free(fill);
+	*start = st;
+	*cpus = c;
+	return 0;
+nomem:
+	free(st);
+	free(c);
+	return -ENOMEM;
+}
+
+static int read_cpus(struct sim_machine *m, const place_topo *topo)
+{
+	for (int i = 0; i < m->nr_cpus; i++) {
+		place_cpu_info info;
+		int os = place_topo_cpu(topo, i), err;
+
+		if (os < 0)
+			return os;
+		err = place_topo_cpu_info(topo, os, &info);
+		if (err < 0)
+			return err;
+		m->os[i] = os;
+		m->dense[os] = i;
+		m->core[i] = info.core;
+		m->llc[i] = info.llc;
+		m->node[i] = info.node;
+		if (info.core >= m->nr_cores || info.llc >= m->nr_llcs || info.node >= m->nr_nodes ||
+		    info.core < 0 || info.llc < 0 || info.node < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int sim_machine_init(struct sim_machine *m, const place_topo *topo)
+{
+	int err;
+
+	memset(m, 0, sizeof(*m));
+	m->nr_cpus = place_topo_nr_cpus(topo);
+	m->nr_cores = place_topo_nr_cores(topo);
+	m->nr_llcs = place_topo_nr_llcs(topo);
+	m->nr_nodes = place_topo_nr_nodes(topo);
+	m->cpu_limit = place_topo_cpu_limit(topo);
+	if (m->nr_cpus <= 0 || m->nr_cores <= 0 || m->nr_llcs <= 0 || m->nr_nodes <= 0 ||
+	    m->cpu_limit <= 0)
+		return -EINVAL;
+	m->os = ialloc((size_t)m->nr_cpus);
+	m->dense = ialloc((size_t)m->cpu_limit);
+	m->core = ialloc((size_t)m->nr_cpus);
+	m->llc = ialloc((size_t)m->nr_cpus);
+	m->node = ialloc((size_t)m->nr_cpus);
+	m->core_llc = ialloc((size_t)m->nr_cores);
+	m->llc_cores = ialloc((size_t)m->nr_llcs);
+	err = -ENOMEM;
+	if (!m->os || !m->dense || !m->core || !m->llc || !m->node || !m->core_llc || !m->llc_cores)
+		goto fail;
+	for (int i = 0; i < m->cpu_limit; i++)
+		m->dense[i] = -1;
+	err = read_cpus(m, topo);
+	if (err < 0)
+		goto fail;
+	err = csr_build(m->core, m->nr_cpus, m->nr_cores, &m->core_start, &m->core_cpus);
+	if (!err)
+		err = csr_build(m->llc, m->nr_cpus, m->nr_llcs, &m->llc_start, &m->llc_cpus);
+	if (err < 0)
+		goto fail;
+	for (int c = 0; c < m->nr_cores; c++) {
+		m->core_llc[c] = m->llc[m->core_cpus[m->core_start[c]]];
+		m->llc_cores[m->core_llc[c]]++;
+	}
+	return 0;
+fail:
+	sim_machine_fini(m);
+	return err;
+}
+
+void sim_machine_fini(struct sim_machine *m)
+{
+	free(m->os);
+	free(m->dense);
+	free(m->core);
+	free(m->llc);
+	free(m->node);
+	free(m->core_start);
+	free(m->core_cpus);
+	free(m->llc_start);
+	free(m->llc_cpus);
+	free(m->core_llc);
+	free(m->llc_cores);
+	memset(m, 0, sizeof(*m));
+}

@@ -1,0 +1,268 @@
+/*
+ * Policies: a libplace instance configured with one policy and feature set,
+ * or one of the two baselines that runtimes use today, written here:
+ *   lifo    wake the most recently idled worker (Tokio, oneTBB, folly)
+ *   random  wake a uniformly random idle worker
+ * Both baselines take the chosen worker out of their idle set (as unparking a
+ * specific worker does), and with nobody idle they queue the task on the
+ * waker's CPU (a runtime's local queue), else on the task's previous CPU.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static const struct {
+	const char *name;
+	unsigned bit;
+} feat_names[] = {
+	{ "claim", PLACE_FEAT_CLAIM },
+	{ "scan_sibling", PLACE_FEAT_SCAN_SIBLING },
+	{ "short_affine", PLACE_FEAT_SHORT_AFFINE },
+	{ "wake_wide", PLACE_FEAT_WAKE_WIDE },
+	{ "sis_util", PLACE_FEAT_SIS_UTIL },
+};
+
+static const struct {
+	const char *name;
+	int kind, policy;
+} base_names[] = {
+	{ "sis_core", SIM_POL_PLACE, PLACE_POLICY_SIS_CORE },
+	{ "linear", SIM_POL_PLACE, PLACE_POLICY_LINEAR },
+	{ "exact", SIM_POL_PLACE, PLACE_POLICY_EXACT },
+	{ "lifo", SIM_POL_LIFO, 0 },
+	{ "random", SIM_POL_RANDOM, 0 },
+};
+
+/* The default comparison: the three libplace policies, each libplace
+ * feature the issue names switched off once, the kernel-like (no claim)
+ * variants the seed compares, and the two baselines. */
+static const char default_list[] =
+	"linear-claim,sis_core-claim,linear,sis_core,exact,"
+	"sis_core-scan_sibling,sis_core-short_affine,lifo,random";
+
+static int parse_feature(const char *s, size_t len, unsigned *bit)
+{
+	for (size_t i = 0; i < sizeof(feat_names) / sizeof(feat_names[0]); i++) {
+		if (strlen(feat_names[i].name) == len && !strncmp(s, feat_names[i].name, len)) {
+			*bit = feat_names[i].bit;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* One item: NAME then a sequence of -feat / +feat. */
+static int parse_one(const char *s, size_t len, struct sim_policy_spec *out)
+{
+	size_t n = strcspn(s, "-+");
+
+	if (n > len)
+		n = len;
+	memset(out, 0, sizeof(*out));
+	if (len >= sizeof(out->name))
+		return -EINVAL;
+	memcpy(out->name, s, len);
+	out->kind = -1;
+	for (size_t i = 0; i < sizeof(base_names) / sizeof(base_names[0]); i++) {
+		if (strlen(base_names[i].name) == n && !strncmp(s, base_names[i].name, n)) {
+			out->kind = base_names[i].kind;
+			out->policy = base_names[i].policy;
+		}
+	}
+	if (out->kind < 0)
+		return -EINVAL;
+	out->features = PLACE_FEAT_DEFAULT;
+	while (n < len) {
+		char op = s[n];
+		size_t m = strcspn(s + n + 1, "-+");
+		unsigned bit;
+
+		if (n + 1 + m > len)
+			m = len - n - 1;
+		if (out->kind != SIM_POL_PLACE || parse_feature(s + n + 1, m, &bit) < 0)
+			return -EINVAL;
+		out->features = op == '-' ? out->features & ~bit : out->features | bit;
+		n += 1 + m;
+	}
+	return 0;
+}
+
+int sim_policy_parse(const char *list, struct sim_policy_spec *out, int max)
+{
+	int count = 0;
+
+	if (!strcmp(list, "all") || !*list)
+		list = default_list;
+	while (*list) {
+		size_t len = strcspn(list, ",");
+
+		if (count == max || parse_one(list, len, &out[count]) < 0) {
+			fprintf(stderr, "place-sim: bad policy '%.*s' (NAME[-feat|+feat...], NAME one of "
+				"sis_core linear exact lifo random; feat one of claim scan_sibling "
+				"short_affine wake_wide sis_util)\n", (int)len, list);
+			return -EINVAL;
+		}
+		count++;
+		list += len;
+		if (*list == ',')
+			list++;
+	}
+	return count;
+}
+
+static uint64_t sim_clock(void *arg)
+{
+	return ((const struct sim *)arg)->now;
+}
+
+static int place_init(struct sim_pol *pp, const place_topo *topo)
+{
+	place_config cfg;
+	int err;
+
+	place_config_init(&cfg);
+	cfg.policy = pp->spec.policy;
+	cfg.features = pp->spec.features;
+	cfg.clock = sim_clock;
+	cfg.clock_arg = pp->sim;
+	err = place_create(&pp->place, topo, &cfg);
+	if (err < 0)
+		return err;
+	for (int i = 0; i < pp->sim->m->nr_cpus; i++) {
+		err = place_worker_register(pp->place, pp->sim->m->os[i], 0);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+int sim_pol_init(struct sim_pol *pp, struct sim *s, const struct sim_policy_spec *spec)
+{
+	int n = s->m->nr_cpus;
+
+	memset(pp, 0, sizeof(*pp));
+	pp->spec = *spec;
+	pp->sim = s;
+	if (spec->kind == SIM_POL_PLACE)
+		return place_init(pp, s->topo);
+	pp->idle = calloc((size_t)n, sizeof(int));
+	pp->pos = calloc((size_t)n, sizeof(int));
+	if (!pp->idle || !pp->pos)
+		return -ENOMEM;
+	/* Every worker starts idle, in CPU order (CPU 0 on top). */
+	for (int i = 0; i < n; i++) {
+		pp->idle[i] = n - 1 - i;
+		pp->pos[n - 1 - i] = i;
+	}
+	pp->nidle = n;
+	return 0;
+}
+
+void sim_pol_fini(struct sim_pol *pp)
+{
+	place_destroy(pp->place);
+	free(pp->idle);
+	free(pp->pos);
+	memset(pp, 0, sizeof(*pp));
+}
+
+static void idle_remove(struct sim_pol *pp, int cpu)
+{
+	int i = pp->pos[cpu], last;
+
+	if (i < 0)
+		return;
+	last = pp->idle[--pp->nidle];
+	pp->idle[i] = last;
+	pp->pos[last] = i;
+	pp->pos[cpu] = -1;
+}
+
+/* Keep LIFO order exact: removal from the middle shifts (rare: only when a
+ * CPU gets work without being picked, e.g. a task queued on the waker). */
+static void idle_remove_ordered(struct sim_pol *pp, int cpu)
+{
+	int i = pp->pos[cpu];
+
+	if (i < 0)
+		return;
+	for (int j = i; j + 1 < pp->nidle; j++) {
+		pp->idle[j] = pp->idle[j + 1];
+		pp->pos[pp->idle[j]] = j;
+	}
+	pp->nidle--;
+	pp->pos[cpu] = -1;
+}
+
+static int baseline_fallback(const struct sim *s, const struct sim_task *t, int waker)
+{
+	if (waker >= 0)
+		return waker;
+	if (t->last_cpu >= 0)
+		return t->last_cpu;
+	return t->id % s->m->nr_cpus;
+}
+
+int sim_pol_select(struct sim_pol *pp, struct sim_task *t, int waker, unsigned flags)
+{
+	int cpu;
+
+	switch (pp->spec.kind) {
+	case SIM_POL_PLACE:
+		cpu = place_wakeup(pp->place, &t->pt, waker >= 0 ? pp->sim->m->os[waker] : PLACE_CPU_NONE,
+				   flags);
+		return cpu < 0 ? cpu : pp->sim->m->dense[cpu];
+	case SIM_POL_LIFO:
+		if (!pp->nidle)
+			return baseline_fallback(pp->sim, t, waker);
+		cpu = pp->idle[pp->nidle - 1];
+		idle_remove(pp, cpu);
+		return cpu;
+	default:
+		if (!pp->nidle)
+			return baseline_fallback(pp->sim, t, waker);
+		cpu = pp->idle[sim_rand_below(&pp->sim->rng, (uint32_t)pp->nidle)];
+		idle_remove(pp, cpu);
+		return cpu;
+	}
+}
+
+int sim_pol_idle_enter(struct sim_pol *pp, int cpu)
+{
+	if (pp->spec.kind == SIM_POL_PLACE)
+		return place_idle_enter(pp->place, pp->sim->m->os[cpu]);
+	if (pp->pos[cpu] >= 0)
+		idle_remove_ordered(pp, cpu);
+	pp->pos[cpu] = pp->nidle;
+	pp->idle[pp->nidle++] = cpu;
+	return 0;
+}
+
+int sim_pol_run_begin(struct sim_pol *pp, int cpu, struct sim_task *t)
+{
+	if (pp->spec.kind == SIM_POL_PLACE)
+		return place_run_begin(pp->place, pp->sim->m->os[cpu], &t->pt);
+	if (pp->spec.kind == SIM_POL_LIFO)
+		idle_remove_ordered(pp, cpu);
+	else
+		idle_remove(pp, cpu);
+	return 0;
+}
+
+int sim_pol_run_end(struct sim_pol *pp, int cpu, struct sim_task *t, unsigned how)
+{
+	if (pp->spec.kind == SIM_POL_PLACE)
+		return place_run_end(pp->place, pp->sim->m->os[cpu], &t->pt, how);
+	return 0;
+}
+
+void sim_pol_stats(const struct sim_pol *pp, place_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (pp->place)
+		place_stats_read(pp->place, -1, out);
+}

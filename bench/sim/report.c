@@ -1,0 +1,127 @@
+/*
+ * Output: a readable table, TSV (one header line) or JSON. Rows come one
+ * per (load, policy); "vs" compares throughput with the first policy of the
+ * same load level.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "sim.h"
+
+static double per(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0.0;
+}
+
+static double throughput(const struct sim_result *r)
+{
+	return r->makespan_ns ? (double)r->units * 1e9 / (double)r->makespan_ns : 0.0;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s >= 0x20)
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+void sim_report_header(FILE *f, int fmt, const char *what)
+{
+	switch (fmt) {
+	case SIM_FMT_TABLE:
+		fprintf(f, "# %s\n", what);
+		fprintf(f, "%5s %-22s %9s %11s %7s %8s %8s %8s %5s %7s %8s %8s %7s %7s %6s %7s %5s %6s\n",
+			"load", "policy", "time_ms", "work/s", "vs", "p50_us", "p99_us", "p999_us", "util",
+			"icmiss%", "stack", "stackany", "xllc", "xnode", "probe", "fpos", "lost", "ns/dec");
+		break;
+	case SIM_FMT_TSV:
+		fprintf(f, "load\tpolicy\tok\ttime_ns\tunits\twork_per_s\tvs_first\tlat_p50_ns\tlat_p99_ns"
+			   "\tlat_p999_ns\tlat_max_ns\tutil\truns\tidle_core_misses\tstack_llc\tstack_any"
+			   "\tcross_llc\tcross_node\twakeups\tprobes_per_wakeup\tfalse_positives"
+			   "\tlost_claims\thit_fallback\tsteals\thost_ns_per_decision\ttasks\texited"
+			   "\tsent\tdelivered\tevents\n");
+		break;
+	default:
+		fprintf(f, "{\"run\": ");
+		json_string(f, what);
+		fprintf(f, ",\n \"results\": [");
+		break;
+	}
+}
+
+static void row_table(FILE *f, const struct sim_result *r, double vs)
+{
+	fprintf(f, "%5d %-22s %9.3f %11.0f %+6.1f%% %8.1f %8.1f %8.1f %4.0f%% %6.2f%% %8" PRIu64
+		   " %8" PRIu64 " %7" PRIu64 " %7" PRIu64 " %6.2f %7" PRIu64 " %5" PRIu64 " %6.0f%s\n",
+		r->load, r->policy, (double)r->makespan_ns / 1e6, throughput(r), vs * 100.0,
+		(double)r->lat_p50 / 1e3, (double)r->lat_p99 / 1e3, (double)r->lat_p999 / 1e3,
+		r->util * 100.0, 100.0 * per(r->idle_core_misses, r->run_starts), r->stack_llc,
+		r->stack_any, r->cross_llc, r->cross_node, per(r->st.cpus_probed, r->st.wakeups),
+		r->st.false_positives, r->st.lost_claims, per(r->host_ns, r->decisions),
+		r->ok ? "" : "  (incomplete)");
+}
+
+static void row_tsv(FILE *f, const struct sim_result *r, double vs)
+{
+	fprintf(f, "%d\t%s\t%d\t%" PRIu64 "\t%" PRIu64 "\t%.1f\t%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+		   "\t%" PRIu64 "\t%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+		   "\t%" PRIu64 "\t%" PRIu64 "\t%.3f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+		   "\t%.1f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		r->load, r->policy, r->ok, r->makespan_ns, r->units, throughput(r), vs, r->lat_p50,
+		r->lat_p99, r->lat_p999, r->lat_max, r->util, r->run_starts, r->idle_core_misses,
+		r->stack_llc, r->stack_any, r->cross_llc, r->cross_node, r->wakeups,
+		per(r->st.cpus_probed, r->st.wakeups), r->st.false_positives, r->st.lost_claims,
+		r->st.hit_fallback, r->steals, per(r->host_ns, r->decisions), r->tasks, r->exited,
+		r->sent, r->delivered, r->events);
+}
+
+static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
+{
+	fprintf(f, "%s\n  {\"load\": %d, \"policy\": ", first ? "" : ",", r->load);
+	json_string(f, r->policy);
+	fprintf(f, ", \"ok\": %s, \"time_ns\": %" PRIu64 ", \"units\": %" PRIu64
+		   ", \"work_per_s\": %.1f, \"vs_first\": %.4f,\n   \"lat_ns\": {\"p50\": %" PRIu64
+		   ", \"p99\": %" PRIu64 ", \"p999\": %" PRIu64 ", \"max\": %" PRIu64 "}, \"util\": %.4f"
+		   ", \"runs\": %" PRIu64 ", \"idle_core_misses\": %" PRIu64 ",\n   \"stack_llc\": %" PRIu64
+		   ", \"stack_any\": %" PRIu64 ", \"cross_llc\": %" PRIu64 ", \"cross_node\": %" PRIu64
+		   ", \"wakeups\": %" PRIu64 ", \"steals\": %" PRIu64 ",\n",
+		r->ok ? "true" : "false", r->makespan_ns, r->units, throughput(r), vs, r->lat_p50,
+		r->lat_p99, r->lat_p999, r->lat_max, r->util, r->run_starts, r->idle_core_misses,
+		r->stack_llc, r->stack_any, r->cross_llc, r->cross_node, r->wakeups, r->steals);
+	fprintf(f, "   \"place\": {\"wakeups\": %" PRIu64 ", \"affine\": %" PRIu64 ", \"hit_target\": %" PRIu64
+		   ", \"hit_prev\": %" PRIu64 ", \"hit_recent\": %" PRIu64 ", \"hit_idle_core\": %" PRIu64
+		   ", \"hit_idle_cpu\": %" PRIu64 ", \"hit_sibling\": %" PRIu64 ", \"hit_fallback\": %" PRIu64
+		   ", \"cpus_probed\": %" PRIu64 ", \"false_positives\": %" PRIu64 ", \"lost_claims\": %" PRIu64
+		   "},\n   \"host_ns_per_decision\": %.1f, \"tasks\": %" PRIu64 ", \"exited\": %" PRIu64
+		   ", \"sent\": %" PRIu64 ", \"delivered\": %" PRIu64 ", \"events\": %" PRIu64 "}",
+		r->st.wakeups, r->st.affine_wakeups, r->st.hit_target, r->st.hit_prev, r->st.hit_recent,
+		r->st.hit_idle_core, r->st.hit_idle_cpu, r->st.hit_sibling, r->st.hit_fallback,
+		r->st.cpus_probed, r->st.false_positives, r->st.lost_claims, per(r->host_ns, r->decisions),
+		r->tasks, r->exited, r->sent, r->delivered, r->events);
+}
+
+void sim_report_row(FILE *f, int fmt, const struct sim_result *r, const struct sim_result *ref, bool first)
+{
+	double vs = ref && throughput(ref) > 0 ? throughput(r) / throughput(ref) - 1.0 : 0.0;
+
+	if (fmt == SIM_FMT_TABLE)
+		row_table(f, r, vs);
+	else if (fmt == SIM_FMT_TSV)
+		row_tsv(f, r, vs);
+	else
+		row_json(f, r, vs, first);
+	fflush(f);
+}
+
+void sim_report_footer(FILE *f, int fmt)
+{
+	if (fmt == SIM_FMT_JSON)
+		fprintf(f, "\n ]}\n");
+}
