@@ -1,0 +1,1064 @@
+/*
+ * place-bench: what one placement decision costs.
+ *
+ * For each policy (LINEAR, SIS_CORE, EXACT) side by side, on synthetic SMT2
+ * topologies of 16, 64, 256 and 1024 CPUs, at 0%, 50%, 90% and 99% busy, it
+ * times place_wakeup() and the idle edges (place_run_begin, place_run_end,
+ * place_idle_enter) and place_claim_release(), and reads the CPUs probed per
+ * wakeup from place_stats_read().
+ *
+ * How the load is held still. A busy CPU runs a dummy task (place_run_begin)
+ * for the whole row. Each measured step copies a task record from a fixed
+ * set of templates (each template last ran on a random CPU, so its prev_cpu
+ * is busy with the row's probability), wakes it with no waker
+ * (PLACE_CPU_NONE: placement around prev_cpu), and then undoes the wakeup:
+ * a claimed idle CPU either gets its claim released or runs the task and goes
+ * idle again (alternating steps); a stacked wakeup (a busy CPU returned) is
+ * run by that CPU's worker between two slices of its dummy task. So every
+ * wakeup sees the same busy set. Everything is drawn from one seed, and the
+ * draws do not depend on the library's answers: every policy of a row gets
+ * the same busy set, templates and sequence of wakeups.
+ *
+ * Time. The library runs on a virtual clock that advances a fixed step per
+ * wakeup (after a 1 s jump once the load is set), so the scan bound sees the
+ * row's utilization and a run under valgrind takes the same decisions as a
+ * native one. Wall time is read around each call with clock_gettime (a
+ * call's undo must stay outside the timed region, which rules out timing
+ * whole batches); the clock's own cost, measured at start, is subtracted.
+ * The machine is small and noisy: compare policies as ratios within one run.
+ *
+ * Instructions. --one POLICY TOPO LOAD runs one row's fixed number of calls;
+ * under valgrind --tool=callgrind --toggle-collect=bench_measured the
+ * inclusive cost of each place_* function over its call count is its
+ * instructions per call (a mean). --callgrind does that for every row.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "place.h"
+
+/* ------------------------------------------------------------------------ */
+/* What is measured                                                          */
+
+enum op { OP_WAKE, OP_IDLE, OP_BEGIN, OP_END, OP_REL, NR_OPS };
+
+static const char *const op_fn[NR_OPS] = {
+	"place_wakeup", "place_idle_enter", "place_run_begin", "place_run_end",
+	"place_claim_release",
+};
+static const char *const op_short[NR_OPS] = { "wake", "idle", "begin", "end", "rel" };
+
+struct topo_def {
+	const char *name;
+	const char *spec;
+};
+
+/* 256 is the 2x64C/128T model of issue 3; 1024 the one the brief names. */
+static const struct topo_def topo_defs[] = {
+	{ "16", "pack:1 [numa] l3:1 core:8 pu:2(indexes=core)" },
+	{ "64", "pack:2 [numa] l3:1 core:16 pu:2(indexes=core)" },
+	{ "256", "pack:2 [numa] l3:8 core:8 pu:2(indexes=core)" },
+	{ "1024", "pack:16 [numa] l3:1 core:32 pu:2(indexes=core)" },
+};
+#define NR_TOPOS ((int)(sizeof(topo_defs) / sizeof(topo_defs[0])))
+
+struct policy_def {
+	const char *name;
+	int policy;
+};
+
+static const struct policy_def policy_defs[] = {
+	{ "LINEAR", PLACE_POLICY_LINEAR },
+	{ "SIS_CORE", PLACE_POLICY_SIS_CORE },
+	{ "EXACT", PLACE_POLICY_EXACT },
+};
+#define NR_POLICIES ((int)(sizeof(policy_defs) / sizeof(policy_defs[0])))
+
+static const int load_defs[] = { 0, 50, 90, 99 };
+#define NR_LOADS ((int)(sizeof(load_defs) / sizeof(load_defs[0])))
+
+#define NR_TEMPLATES 512
+#define VCLOCK_STEP_NS 1000ull       /* virtual time per measured step */
+#define VCLOCK_SETTLE_NS 1000000000ull /* jump once the load is set */
+
+struct opts {
+	long calls;          /* measured steps per row (per thread) */
+	long warmup;         /* unmeasured steps before them */
+	long cg_calls;       /* measured steps per row under callgrind */
+	uint64_t seed;
+	unsigned features;
+	bool tsv;
+	bool callgrind;
+	bool contended;      /* also the 2-thread rows */
+	unsigned topo_mask;  /* bit i: topo_defs[i] */
+	unsigned load_mask;
+	unsigned policy_mask;
+	const char *self;    /* this program, for --callgrind */
+};
+
+/* One row's results. */
+struct row {
+	int topo, load, policy, threads;
+	int nr_cpus, llc_cpus, busy;
+	long n[NR_OPS];      /* timed calls */
+	long calls[NR_OPS];  /* all calls in the measured steps */
+	double med[NR_OPS], p90[NR_OPS];
+	double ir[NR_OPS];   /* instructions per call, -1 when not measured */
+	double probes, stacked, lost;
+};
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "place-bench: %s: %s", what, place_strerror(err));
+	if (*place_last_error())
+		fprintf(stderr, " (%s)", place_last_error());
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static int check(const char *what, int rc)
+{
+	if (rc < 0)
+		die(what, rc);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Clocks, random numbers, samples                                           */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t vclock_read(void *arg)
+{
+	return __atomic_load_n((uint64_t *)arg, __ATOMIC_RELAXED);
+}
+
+static uint64_t rng_next(uint64_t *s) /* xorshift64* */
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+static uint64_t rng_seed(uint64_t seed, int a, int b)
+{
+	uint64_t s = seed * 0x9e3779b97f4a7c15ull + (uint64_t)a * 1000003u + (uint64_t)b + 1;
+
+	return s ? s : 1;
+}
+
+/* Each call is timed on its own (its undo stays outside the timed region),
+ * but this clock ticks in steps of about 10 ns: single readings are too
+ * coarse. A batch of BATCH consecutive calls of one op is summed instead;
+ * the tick phase is random, so the batch mean is unbiased once the mean cost
+ * of the clock itself is subtracted. Median and p90 are over batch means. */
+#define BATCH 64
+
+struct samples {
+	double *v;      /* batch means, ns per call */
+	long nv, cap;
+	long n;         /* timed calls */
+	uint64_t sum;   /* of the current batch */
+	int k;          /* calls in the current batch */
+	long untimed;   /* calls made but not timed (the stacked undo) */
+};
+
+static void samples_init(struct samples *s, long calls)
+{
+	*s = (struct samples){ .cap = calls / BATCH + 1 };
+	s->v = calloc((size_t)s->cap, sizeof(*s->v));
+	if (!s->v)
+		die("samples", -ENOMEM);
+}
+
+static double timer_cost; /* mean cost of one now_ns() pair */
+
+static void samples_add(struct samples *s, uint64_t dt)
+{
+	s->n++;
+	s->sum += dt;
+	if (++s->k < BATCH)
+		return;
+	if (s->nv < s->cap)
+		s->v[s->nv++] = (double)s->sum / BATCH - timer_cost;
+	s->sum = 0;
+	s->k = 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Median and p90 of the union of the per-thread batch means. */
+static void samples_summary(struct samples *s, int nr, double *med, double *p90)
+{
+	long total;
+
+	for (int i = 1; i < nr; i++) {
+		memcpy(s[0].v + s[0].nv, s[i].v, (size_t)s[i].nv * sizeof(*s->v));
+		s[0].nv += s[i].nv;
+	}
+	total = s[0].nv;
+	if (total == 0) {
+		*med = *p90 = -1;
+		return;
+	}
+	qsort(s[0].v, (size_t)total, sizeof(*s->v), cmp_double);
+	*med = s[0].v[total / 2] > 0 ? s[0].v[total / 2] : 0;
+	*p90 = s[0].v[total * 9 / 10] > 0 ? s[0].v[total * 9 / 10] : 0;
+}
+
+static void timer_calibrate(void)
+{
+	enum { N = 1000000 };
+	uint64_t sum = 0;
+
+	for (int i = 0; i < N; i++) {
+		uint64_t t0 = now_ns();
+
+		sum += now_ns() - t0;
+	}
+	timer_cost = (double)sum / N;
+}
+
+/* Time one call and keep the sample when s is not NULL. */
+#define TIMED(s, expr)                                                        \
+	({                                                                    \
+		uint64_t t0_ = now_ns();                                      \
+		int rc_ = (expr);                                             \
+		if (s)                                                        \
+			samples_add((s), now_ns() - t0_);                     \
+		rc_;                                                          \
+	})
+
+/* ------------------------------------------------------------------------ */
+/* A row's instance and load                                                 */
+
+struct bench {
+	place *p;
+	const place_topo *topo;
+	int nr_cpus;
+	int *os;              /* [nr_cpus] dense -> OS number */
+	bool *busy;           /* [cpu_limit] runs a dummy task */
+	int *owner;           /* [cpu_limit] bench-side guard for the stacked undo */
+	place_task *dummy;    /* [cpu_limit] the busy CPUs' tasks */
+	place_task tmpl[NR_TEMPLATES];
+	uint64_t vclock;
+	int nr_busy;
+};
+
+/* Each template last ran on a random CPU, before the load is set. */
+static void bench_templates(struct bench *b, uint64_t *rng)
+{
+	for (int i = 0; i < NR_TEMPLATES; i++) {
+		int cpu = b->os[rng_next(rng) % (uint64_t)b->nr_cpus];
+
+		place_task_init(&b->tmpl[i], 0, 0);
+		check("run_begin", place_run_begin(b->p, cpu, &b->tmpl[i]));
+		check("run_end", place_run_end(b->p, cpu, &b->tmpl[i], PLACE_RUN_SLEEP));
+		check("idle_enter", place_idle_enter(b->p, cpu));
+	}
+}
+
+/* floor(nr_cpus * load / 100) CPUs, a random subset, run dummy tasks. */
+static void bench_load(struct bench *b, int load, uint64_t *rng)
+{
+	int *perm = malloc((size_t)b->nr_cpus * sizeof(*perm));
+
+	if (!perm)
+		die("load", -ENOMEM);
+	memcpy(perm, b->os, (size_t)b->nr_cpus * sizeof(*perm));
+	b->nr_busy = b->nr_cpus * load / 100;
+	for (int i = 0; i < b->nr_busy; i++) {
+		int j = i + (int)(rng_next(rng) % (uint64_t)(b->nr_cpus - i));
+		int cpu = perm[j];
+
+		perm[j] = perm[i];
+		b->busy[cpu] = true;
+		place_task_init(&b->dummy[cpu], 0, 0);
+		check("run_begin dummy", place_run_begin(b->p, cpu, &b->dummy[cpu]));
+	}
+	free(perm);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	if (!p)
+		die("alloc", -ENOMEM);
+	return p;
+}
+
+static struct bench *bench_create(const place_topo *topo, int policy, int load,
+				  const struct opts *o, uint64_t *rng)
+{
+	struct bench *b = xcalloc(1, sizeof(*b));
+	int limit = check("cpu_limit", place_topo_cpu_limit(topo));
+	place_config cfg;
+
+	place_config_init(&cfg);
+	cfg.policy = policy;
+	cfg.features = o->features;
+	cfg.clock = vclock_read;
+	cfg.clock_arg = &b->vclock;
+	check("place_create", place_create(&b->p, topo, &cfg));
+	b->topo = topo;
+	b->nr_cpus = check("nr_cpus", place_topo_nr_cpus(topo));
+	b->os = xcalloc((size_t)b->nr_cpus, sizeof(*b->os));
+	b->busy = xcalloc((size_t)limit, sizeof(*b->busy));
+	b->owner = xcalloc((size_t)limit, sizeof(*b->owner));
+	b->dummy = xcalloc((size_t)limit, sizeof(*b->dummy));
+	for (int i = 0; i < b->nr_cpus; i++) {
+		b->os[i] = check("topo_cpu", place_topo_cpu(topo, i));
+		check("worker_register", place_worker_register(b->p, b->os[i], 0));
+	}
+	bench_templates(b, rng);
+	bench_load(b, load, rng);
+	b->vclock += VCLOCK_SETTLE_NS;
+	return b;
+}
+
+static void bench_destroy(struct bench *b)
+{
+	place_destroy(b->p);
+	free(b->os);
+	free(b->busy);
+	free(b->owner);
+	free(b->dummy);
+	free(b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One step: a wakeup and its undo                                           */
+
+/* The worker of busy cpu runs the stacked task t between two slices of its
+ * dummy. Untimed. Skipped when another thread is doing the same on cpu (the
+ * API allows one worker per CPU). */
+static void undo_stacked(struct bench *b, int cpu, place_task *t, struct samples *s)
+{
+	place *p = b->p;
+
+	if (__atomic_exchange_n(&b->owner[cpu], 1, __ATOMIC_ACQUIRE))
+		return;
+	if (s) {
+		s[OP_BEGIN].untimed += 2;
+		s[OP_END].untimed += 2;
+	}
+	check("run_end dummy", place_run_end(p, cpu, &b->dummy[cpu], PLACE_RUN_PREEMPT));
+	check("run_begin stacked", place_run_begin(p, cpu, t));
+	check("run_end stacked", place_run_end(p, cpu, t, PLACE_RUN_SLEEP));
+	check("run_begin dummy", place_run_begin(p, cpu, &b->dummy[cpu]));
+	__atomic_store_n(&b->owner[cpu], 0, __ATOMIC_RELEASE);
+}
+
+/* The claimed idle cpu runs t and goes idle again: the idle edges. */
+static void undo_run(struct bench *b, int cpu, place_task *t, struct samples *s)
+{
+	place *p = b->p;
+
+	check("run_begin", TIMED(s ? &s[OP_BEGIN] : NULL, place_run_begin(p, cpu, t)));
+	check("run_end", TIMED(s ? &s[OP_END] : NULL, place_run_end(p, cpu, t, PLACE_RUN_SLEEP)));
+	check("idle_enter", TIMED(s ? &s[OP_IDLE] : NULL, place_idle_enter(p, cpu)));
+}
+
+static void step(struct bench *b, place_task *t, uint64_t *rng, struct samples *s)
+{
+	uint64_t r = rng_next(rng);
+	int cpu;
+
+	*t = b->tmpl[r % NR_TEMPLATES];
+	__atomic_fetch_add(&b->vclock, VCLOCK_STEP_NS, __ATOMIC_RELAXED);
+	cpu = check("wakeup", TIMED(s ? &s[OP_WAKE] : NULL,
+				    place_wakeup(b->p, t, PLACE_CPU_NONE, 0)));
+	if (b->busy[cpu])
+		undo_stacked(b, cpu, t, s);
+	else if (r & (1ull << 40))
+		undo_run(b, cpu, t, s);
+	else
+		check("claim_release", TIMED(s ? &s[OP_REL] : NULL,
+					     place_claim_release(b->p, cpu)));
+}
+
+/* The measured steps, kept out of line: callgrind collects inside it only. */
+__attribute__((noinline)) static void bench_measured(struct bench *b, place_task *t,
+						     uint64_t *rng, struct samples *s, long n)
+{
+	for (long i = 0; i < n; i++)
+		step(b, t, rng, s);
+}
+
+__attribute__((noinline)) static void bench_warmup(struct bench *b, place_task *t,
+						   uint64_t *rng, long n)
+{
+	for (long i = 0; i < n; i++)
+		step(b, t, rng, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running a row                                                             */
+
+struct worker {
+	struct bench *b;
+	const struct opts *o;
+	pthread_barrier_t *bar;
+	uint64_t rng;
+	int cpu;                  /* pin here, -1 = do not pin */
+	struct samples s[NR_OPS];
+	place_task t;
+};
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set); /* best effort */
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	pin(w->cpu);
+	bench_warmup(w->b, &w->t, &w->rng, w->o->warmup);
+	if (w->bar)
+		pthread_barrier_wait(w->bar);
+	bench_measured(w->b, &w->t, &w->rng, w->s, w->o->calls);
+	return NULL;
+}
+
+static void stats_delta(const place_stats *a, const place_stats *z, struct row *r)
+{
+	double wakeups = (double)(z->wakeups - a->wakeups);
+
+	if (wakeups <= 0)
+		wakeups = 1;
+	r->probes = (double)(z->cpus_probed - a->cpus_probed) / wakeups;
+	r->stacked = 100.0 * (double)(z->hit_fallback - a->hit_fallback) / wakeups;
+	r->lost = (double)(z->lost_claims - a->lost_claims) / wakeups;
+}
+
+/* The stats are read after the warm-up: the main thread joins the workers'
+ * barrier in the contended case (a concurrent read is exact per counter). */
+static void run_workers(struct bench *b, struct worker *w, int nr, struct row *r)
+{
+	pthread_t tid[8];
+	pthread_barrier_t bar;
+	place_stats a, z;
+
+	if (nr == 1) {
+		bench_warmup(b, &w[0].t, &w[0].rng, w[0].o->warmup);
+		check("stats", place_stats_read(b->p, -1, &a));
+		bench_measured(b, &w[0].t, &w[0].rng, w[0].s, w[0].o->calls);
+	} else {
+		pthread_barrier_init(&bar, NULL, (unsigned)nr + 1);
+		for (int i = 0; i < nr; i++) {
+			w[i].bar = &bar;
+			pthread_create(&tid[i], NULL, worker_main, &w[i]);
+		}
+		pthread_barrier_wait(&bar);
+		check("stats", place_stats_read(b->p, -1, &a));
+		for (int i = 0; i < nr; i++)
+			pthread_join(tid[i], NULL);
+		pthread_barrier_destroy(&bar);
+	}
+	check("stats", place_stats_read(b->p, -1, &z));
+	stats_delta(&a, &z, r);
+}
+
+static void row_summary(struct worker *w, int nr, struct row *r)
+{
+	for (int op = 0; op < NR_OPS; op++) {
+		struct samples s[8];
+
+		for (int i = 0; i < nr; i++)
+			s[i] = w[i].s[op];
+		r->n[op] = r->calls[op] = 0;
+		for (int i = 0; i < nr; i++) {
+			r->n[op] += s[i].n;
+			r->calls[op] += s[i].n + s[i].untimed;
+		}
+		samples_summary(s, nr, &r->med[op], &r->p90[op]);
+		r->ir[op] = -1;
+	}
+}
+
+static void row_run(const place_topo *topo, int ti, int li, int pi, int threads,
+		    const struct opts *o, struct row *r)
+{
+	uint64_t rng = rng_seed(o->seed, ti, li);
+	struct bench *b = bench_create(topo, policy_defs[pi].policy, load_defs[li], o, &rng);
+	struct worker w[8];
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < threads; i++) {
+		w[i] = (struct worker){ .b = b, .o = o, .cpu = threads > 1 ? i % ncpu : -1 };
+		w[i].rng = rng_seed(rng, i, 7);
+		for (int op = 0; op < NR_OPS; op++)
+			samples_init(&w[i].s[op], o->calls * threads);
+	}
+	*r = (struct row){ .topo = ti, .load = li, .policy = pi, .threads = threads,
+			   .nr_cpus = b->nr_cpus, .busy = b->nr_busy };
+	r->llc_cpus = check("llc_cpus", place_topo_llc_cpus(topo, b->os[0], NULL, 0));
+	run_workers(b, w, threads, r);
+	row_summary(w, threads, r);
+	for (int i = 0; i < threads; i++)
+		for (int op = 0; op < NR_OPS; op++)
+			free(w[i].s[op].v);
+	bench_destroy(b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Instructions: one row under callgrind                                     */
+
+/* Inclusive cost of each op's function in a callgrind output file written
+ * with --compress-strings=no --compress-pos=no: its own cost lines plus the
+ * cost lines that follow its calls= lines. */
+static int callgrind_fn(const char *name)
+{
+	for (int op = 0; op < NR_OPS; op++)
+		if (!strcmp(name, op_fn[op]))
+			return op;
+	return -1;
+}
+
+static void callgrind_parse(const char *path, double ir[NR_OPS])
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int cur = -1;
+
+	if (!f)
+		die(path, -errno);
+	for (int op = 0; op < NR_OPS; op++)
+		ir[op] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long pos, cost;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "fn=", 3))
+			cur = callgrind_fn(line + 3);
+		else if (cur >= 0 && line[0] >= '0' && line[0] <= '9' &&
+			 sscanf(line, "%llu %llu", &pos, &cost) == 2)
+			ir[cur] += (double)cost;
+	}
+	fclose(f);
+}
+
+/* Run this program's --one under callgrind; read the counts it prints. */
+static bool callgrind_row(const struct opts *o, struct row *r)
+{
+	char out[64], calls[32], seed[32], feat[32], cmd[1024];
+	long n[NR_OPS];
+	FILE *pipe;
+	int got;
+
+	snprintf(out, sizeof(out), "/tmp/place-bench.%d.cg", (int)getpid());
+	snprintf(calls, sizeof(calls), "%ld", o->cg_calls);
+	snprintf(seed, sizeof(seed), "%" PRIu64, o->seed);
+	snprintf(feat, sizeof(feat), "%u", o->features);
+	snprintf(cmd, sizeof(cmd),
+		 "valgrind --tool=callgrind --toggle-collect=bench_measured "
+		 "--compress-strings=no --compress-pos=no --callgrind-out-file=%s "
+		 "'%s' --one %s %s %d --calls %s --seed %s --features %s 2>/dev/null",
+		 out, o->self, policy_defs[r->policy].name, topo_defs[r->topo].name,
+		 load_defs[r->load], calls, seed, feat);
+	pipe = popen(cmd, "r");
+	if (!pipe)
+		return false;
+	got = fscanf(pipe, "calls %ld %ld %ld %ld %ld", &n[0], &n[1], &n[2], &n[3], &n[4]);
+	if (pclose(pipe) != 0 || got != NR_OPS)
+		return false;
+	callgrind_parse(out, r->ir);
+	unlink(out);
+	for (int op = 0; op < NR_OPS; op++)
+		r->ir[op] = n[op] ? r->ir[op] / (double)n[op] : -1;
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                    */
+
+static const char *row_name(const struct row *r)
+{
+	return policy_defs[r->policy].name;
+}
+
+static void print_tsv_header(void)
+{
+	printf("threads\ttopo\tcpus\tllc_cpus\tload\tbusy\tpolicy\tprobes\tstacked_pct\tlost_per_wake");
+	for (int op = 0; op < NR_OPS; op++)
+		printf("\t%s_med_ns\t%s_p90_ns\t%s_n", op_short[op], op_short[op], op_short[op]);
+	for (int op = 0; op < NR_OPS; op++)
+		printf("\t%s_ir", op_short[op]);
+	putchar('\n');
+}
+
+static void print_tsv_row(const struct row *r)
+{
+	printf("%d\t%s\t%d\t%d\t%d\t%d\t%s\t%.3f\t%.2f\t%.4f", r->threads,
+	       topo_defs[r->topo].name, r->nr_cpus, r->llc_cpus, load_defs[r->load], r->busy,
+	       row_name(r), r->probes, r->stacked, r->lost);
+	for (int op = 0; op < NR_OPS; op++)
+		printf("\t%.0f\t%.0f\t%ld", r->med[op], r->p90[op], r->n[op]);
+	for (int op = 0; op < NR_OPS; op++)
+		printf("\t%.1f", r->ir[op]);
+	putchar('\n');
+}
+
+static void print_ns(double v)
+{
+	if (v < 0)
+		printf(" %6s", "-");
+	else
+		printf(" %6.1f", v);
+}
+
+static void print_table_header(bool ir)
+{
+	printf("%-5s %4s %4s %4s %-8s | %6s %6s | %6s %6s %6s | %6s %6s %6s %6s",
+	       "cpus", "llc", "load", "busy", "policy", "wake", "p90", "probes", "stack%",
+	       "lost", "idle", "begin", "end", "rel");
+	if (ir)
+		printf(" | %6s %6s %6s %6s %6s", "Ir:wk", "idle", "begin", "end", "rel");
+	putchar('\n');
+}
+
+static void print_table_row(const struct row *r, bool ir)
+{
+	printf("%-5s %4d %3d%% %4d %-8s |", topo_defs[r->topo].name, r->llc_cpus,
+	       load_defs[r->load], r->busy, row_name(r));
+	print_ns(r->med[OP_WAKE]);
+	print_ns(r->p90[OP_WAKE]);
+	printf(" | %6.2f %6.1f %6.3f |", r->probes, r->stacked, r->lost);
+	for (int op = OP_IDLE; op < NR_OPS; op++)
+		print_ns(r->med[op]);
+	if (ir) {
+		printf(" |");
+		for (int op = 0; op < NR_OPS; op++)
+			print_ns(r->ir[op] < 0 ? -1 : r->ir[op]);
+	}
+	putchar('\n');
+}
+
+static const char table_legend[] =
+	"wake, p90: place_wakeup ns per call: median and 90th percentile of the means of\n"
+	"batches of 64 calls, each call timed alone with clock_gettime, its cost subtracted\n"
+	"probes: CPUs probed per wakeup (place_stats_read); stack%: wakeups that found no idle CPU\n"
+	"lost: lost claims per wakeup; idle, begin, end, rel: median ns of place_idle_enter,\n"
+	"place_run_begin, place_run_end (the claimed CPU runs the task and parks again) and\n"
+	"place_claim_release; Ir: callgrind instructions per call (mean over the row's calls)\n";
+
+/* A row of policy pi with the same topology, load and threads as r. */
+static const struct row *find_row(const struct row *rows, int nr, int ti, int li, int pi,
+				  int threads)
+{
+	for (int i = 0; i < nr; i++)
+		if (rows[i].topo == ti && rows[i].load == li && rows[i].policy == pi &&
+		    rows[i].threads == threads)
+			return &rows[i];
+	return NULL;
+}
+
+static void print_ratio(const struct row *x, const struct row *base)
+{
+	printf("  %s/%s time %.2fx probes %.2fx", row_name(x), row_name(base),
+	       base->med[OP_WAKE] > 0 ? x->med[OP_WAKE] / base->med[OP_WAKE] : 0,
+	       base->probes > 0 ? x->probes / base->probes : 0);
+	if (x->ir[OP_WAKE] > 0 && base->ir[OP_WAKE] > 0)
+		printf(" Ir %.2fx", x->ir[OP_WAKE] / base->ir[OP_WAKE]);
+}
+
+/* After the SIS_CORE row of a (topo, load) group: the others as ratios to it. */
+static void print_ratios(const struct row *rows, int nr, const struct row *r)
+{
+	const struct row *base = find_row(rows, nr, r->topo, r->load, 1, r->threads);
+
+	if (!base)
+		return;
+	printf("%28s", "ratios to SIS_CORE:");
+	for (int pi = 0; pi < NR_POLICIES; pi++) {
+		const struct row *x = find_row(rows, nr, r->topo, r->load, pi, r->threads);
+
+		if (x && pi != 1)
+			print_ratio(x, base);
+	}
+	putchar('\n');
+}
+
+static void print_table(const struct row *rows, int nr, int threads, bool ir)
+{
+	bool any = false;
+
+	for (int i = 0; i < nr; i++) {
+		if (rows[i].threads != threads)
+			continue;
+		if (!any)
+			print_table_header(ir);
+		any = true;
+		print_table_row(&rows[i], ir);
+		if (i + 1 == nr || rows[i + 1].load != rows[i].load ||
+		    rows[i + 1].topo != rows[i].topo || rows[i + 1].threads != threads)
+			print_ratios(rows, nr, &rows[i]);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Issue 3's targets                                                          */
+
+enum { P_LINEAR = 0, P_SIS_CORE = 1, T_16 = 0, T_256 = 2, T_1024 = 3 };
+
+/* value >= limit when at_least, else value < limit; value < 0 = not measured. */
+static void target(const char *what, double value, double limit, bool at_least)
+{
+	if (value < 0) {
+		printf("  %-7s %-58s %8s (target %s %g)\n", "n/a", what, "-",
+		       at_least ? ">=" : "<", limit);
+		return;
+	}
+	printf("  %-7s %-58s %8.2f (target %s %g)\n",
+	       (at_least ? value >= limit : value < limit) ? "MET" : "MISSED", what, value,
+	       at_least ? ">=" : "<", limit);
+}
+
+static double ratio(double num, double den)
+{
+	return num >= 0 && den > 0 ? num / den : -1;
+}
+
+static void targets_speedup(const struct row *rows, int nr, int li)
+{
+	const struct row *lin = find_row(rows, nr, T_256, li, P_LINEAR, 1);
+	const struct row *sis = find_row(rows, nr, T_256, li, P_SIS_CORE, 1);
+	char what[96];
+
+	if (!lin || !sis)
+		return;
+	snprintf(what, sizeof(what), "256 @%d%%: LINEAR/SIS_CORE CPUs probed", load_defs[li]);
+	target(what, ratio(lin->probes, sis->probes), 4, true);
+	snprintf(what, sizeof(what), "256 @%d%%: LINEAR/SIS_CORE wakeup ns (median)", load_defs[li]);
+	target(what, ratio(lin->med[OP_WAKE], sis->med[OP_WAKE]), 2, true);
+}
+
+static void targets_cost(const struct row *rows, int nr, int li)
+{
+	const struct row *sis = find_row(rows, nr, T_256, li, P_SIS_CORE, 1);
+	const struct row *s16 = find_row(rows, nr, T_16, li, P_SIS_CORE, 1);
+	const struct row *s1k = find_row(rows, nr, T_1024, li, P_SIS_CORE, 1);
+	char what[96];
+
+	if (sis) {
+		snprintf(what, sizeof(what), "256 @%d%%: SIS_CORE wakeup instructions", load_defs[li]);
+		target(what, sis->ir[OP_WAKE], 150, false);
+		snprintf(what, sizeof(what), "256 @%d%%: SIS_CORE idle_enter instructions",
+			 load_defs[li]);
+		target(what, sis->ir[OP_IDLE], 50, false);
+	}
+	if (s16 && s1k) {
+		bool ir = s16->ir[OP_WAKE] > 0 && s1k->ir[OP_WAKE] >= 0;
+
+		snprintf(what, sizeof(what), "@%d%%: SIS_CORE wakeup %s 1024/16 CPUs", load_defs[li],
+			 ir ? "instructions" : "ns (median)");
+		target(what, ir ? ratio(s1k->ir[OP_WAKE], s16->ir[OP_WAKE])
+				: ratio(s1k->med[OP_WAKE], s16->med[OP_WAKE]), 1.5, false);
+	}
+}
+
+static void print_targets(const struct row *rows, int nr)
+{
+	printf("\nissue 3 targets (instruction targets are n/a without --callgrind):\n");
+	for (int li = 0; li < NR_LOADS; li++)
+		if (load_defs[li] >= 90)
+			targets_speedup(rows, nr, li);
+	for (int li = 0; li < NR_LOADS; li++)
+		targets_cost(rows, nr, li);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options and main                                                          */
+
+static const char *const load_names[NR_LOADS] = { "0", "50", "90", "99" };
+
+static const char usage_text[] =
+	"usage: place-bench [options]\n"
+	"       place-bench [options] --one POLICY TOPO LOAD\n"
+	"  --calls N        measured wakeups per row and thread (default 50000)\n"
+	"  --warmup N       unmeasured wakeups before them (default 10000)\n"
+	"  --seed N         random seed (default 1)\n"
+	"  --features N     place_config.features (default PLACE_FEAT_DEFAULT)\n"
+	"  --topo LIST      of 16,64,256,1024 (default all)\n"
+	"  --load LIST      of 0,50,90,99 (default all)\n"
+	"  --policy LIST    of LINEAR,SIS_CORE,EXACT (default all)\n"
+	"  --no-contended   skip the 2-thread rows (256 CPUs, shared instance)\n"
+	"  --callgrind      also count instructions per call: each row once more\n"
+	"                   under valgrind --tool=callgrind, with min(--calls, 5000)\n"
+	"  --one P T L      run one row, print its call counts (for callgrind:\n"
+	"                   valgrind --tool=callgrind --toggle-collect=bench_measured)\n"
+	"  --format F       table (default) or tsv\n";
+
+static void usage(int status)
+{
+	fputs(usage_text, status ? stderr : stdout);
+	exit(status);
+}
+
+static unsigned parse_mask(const char *arg, const char *const *names, int nr,
+			   size_t stride)
+{
+	unsigned mask = 0;
+	char *copy = strdup(arg), *save = NULL;
+
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int i = 0;
+
+		while (i < nr && strcmp(tok, *(const char *const *)((const char *)names +
+								       (size_t)i * stride)))
+			i++;
+		if (i == nr) {
+			fprintf(stderr, "place-bench: unknown name '%s'\n", tok);
+			usage(2);
+		}
+		mask |= 1u << i;
+	}
+	free(copy);
+	return mask;
+}
+
+#define MASK_OF(arg, defs) parse_mask((arg), &(defs)[0].name, \
+				       (int)(sizeof(defs) / sizeof((defs)[0])), sizeof((defs)[0]))
+
+static long parse_num(const char *arg)
+{
+	char *end;
+	long v = strtol(arg, &end, 0);
+
+	if (*end || v < 0)
+		usage(2);
+	return v;
+}
+
+enum { O_CALLS = 256, O_WARMUP, O_SEED, O_FEATURES, O_TOPO, O_LOAD, O_POLICY,
+       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_HELP };
+
+static const struct option long_opts[] = {
+	{ "calls", required_argument, NULL, O_CALLS },
+	{ "warmup", required_argument, NULL, O_WARMUP },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "features", required_argument, NULL, O_FEATURES },
+	{ "topo", required_argument, NULL, O_TOPO },
+	{ "load", required_argument, NULL, O_LOAD },
+	{ "policy", required_argument, NULL, O_POLICY },
+	{ "no-contended", no_argument, NULL, O_NO_CONTENDED },
+	{ "callgrind", no_argument, NULL, O_CALLGRIND },
+	{ "one", required_argument, NULL, O_ONE },
+	{ "format", required_argument, NULL, O_FORMAT },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void parse_opt(int c, const char *arg, struct opts *o, const char **one)
+{
+	switch (c) {
+	case O_CALLS: o->calls = parse_num(arg); break;
+	case O_WARMUP: o->warmup = parse_num(arg); break;
+	case O_SEED: o->seed = (uint64_t)parse_num(arg); break;
+	case O_FEATURES: o->features = (unsigned)parse_num(arg); break;
+	case O_TOPO: o->topo_mask = MASK_OF(arg, topo_defs); break;
+	case O_LOAD: o->load_mask = parse_mask(arg, load_names, NR_LOADS, sizeof(char *)); break;
+	case O_POLICY: o->policy_mask = MASK_OF(arg, policy_defs); break;
+	case O_NO_CONTENDED: o->contended = false; break;
+	case O_CALLGRIND: o->callgrind = true; break;
+	case O_ONE: *one = arg; break;
+	case O_FORMAT:
+		if (strcmp(arg, "tsv") && strcmp(arg, "table"))
+			usage(2);
+		o->tsv = !strcmp(arg, "tsv");
+		break;
+	case O_HELP: usage(0); break;
+	default: usage(2);
+	}
+}
+
+static const char *parse_opts(int argc, char **argv, struct opts *o)
+{
+	const char *one = NULL;
+	int c;
+
+	*o = (struct opts){ .calls = 50000, .warmup = 10000, .cg_calls = 5000, .seed = 1,
+			    .features = PLACE_FEAT_DEFAULT, .contended = true,
+			    .topo_mask = ~0u, .load_mask = ~0u, .policy_mask = ~0u,
+			    .self = "/proc/self/exe" };
+	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1)
+		parse_opt(c, optarg, o, &one);
+	if (o->cg_calls > o->calls)
+		o->cg_calls = o->calls;
+	if (one && argc - optind != 2)
+		usage(2);
+	if (!one && optind != argc)
+		usage(2);
+	return one;
+}
+
+static place_topo *topo_load(int ti)
+{
+	char src[256];
+	place_topo *t;
+
+	snprintf(src, sizeof(src), "synthetic:%s", topo_defs[ti].spec);
+	check(src, place_topo_load(&t, src));
+	return t;
+}
+
+static int index_of(const char *arg, const char *const *names, int nr, size_t stride)
+{
+	for (int i = 0; i < nr; i++)
+		if (!strcmp(arg, *(const char *const *)((const char *)names + (size_t)i * stride)))
+			return i;
+	fprintf(stderr, "place-bench: unknown name '%s'\n", arg);
+	usage(2);
+	return -1;
+}
+
+/* --one POLICY TOPO LOAD: one single-thread row; its call counts on stdout. */
+static int run_one(const char *policy, char **argv, const struct opts *o)
+{
+	int pi = index_of(policy, &policy_defs[0].name, NR_POLICIES, sizeof(policy_defs[0]));
+	int ti = index_of(argv[0], &topo_defs[0].name, NR_TOPOS, sizeof(topo_defs[0]));
+	int li = index_of(argv[1], load_names, NR_LOADS, sizeof(char *));
+	place_topo *t = topo_load(ti);
+	struct row r;
+
+	row_run(t, ti, li, pi, 1, o, &r);
+	place_topo_free(t);
+	printf("calls");
+	for (int op = 0; op < NR_OPS; op++)
+		printf(" %ld", r.calls[op]);
+	printf("\nprobes %.3f stacked %.2f\n", r.probes, r.stacked);
+	return 0;
+}
+
+static bool selected(unsigned mask, int i)
+{
+	return mask & (1u << i);
+}
+
+/* Every selected (topology, load, policy), single-thread; then the 2-thread
+ * rows on the 256-CPU model. */
+static int run_rows(const struct opts *o, struct row *rows)
+{
+	int nr = 0;
+
+	for (int threads = 1; threads <= 2; threads++) {
+		for (int ti = 0; ti < NR_TOPOS; ti++) {
+			place_topo *t;
+
+			if (!selected(o->topo_mask, ti) ||
+			    (threads == 2 && (ti != T_256 || !o->contended)))
+				continue;
+			t = topo_load(ti);
+			for (int li = 0; li < NR_LOADS; li++)
+				for (int pi = 0; pi < NR_POLICIES; pi++)
+					if (selected(o->load_mask, li) && selected(o->policy_mask, pi))
+						row_run(t, ti, li, pi, threads, o, &rows[nr++]);
+			place_topo_free(t);
+		}
+	}
+	return nr;
+}
+
+static void run_callgrind(struct opts *o, struct row *rows, int nr)
+{
+	static char self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (len <= 0)
+		die("readlink /proc/self/exe", -errno);
+	self[len] = '\0';
+	o->self = self;
+	for (int i = 0; i < nr; i++) {
+		if (rows[i].threads != 1)
+			continue;
+		if (!callgrind_row(o, &rows[i])) {
+			fprintf(stderr, "place-bench: valgrind --tool=callgrind failed "
+					"(is valgrind installed?)\n");
+			return;
+		}
+	}
+}
+
+static void print_header(const struct opts *o)
+{
+	printf("place-bench %s: seed %" PRIu64 ", %ld calls per row (+%ld warm-up), features 0x%x,\n"
+	       "virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted)\n",
+	       place_version_string(), o->seed, o->calls, o->warmup, o->features,
+	       VCLOCK_STEP_NS, timer_cost);
+	for (int ti = 0; ti < NR_TOPOS; ti++)
+		if (selected(o->topo_mask, ti))
+			printf("  %-5s %s\n", topo_defs[ti].name, topo_defs[ti].spec);
+	fputs(table_legend, stdout);
+}
+
+static void print_all(const struct opts *o, const struct row *rows, int nr)
+{
+	if (o->tsv) {
+		print_tsv_header();
+		for (int i = 0; i < nr; i++)
+			print_tsv_row(&rows[i]);
+		return;
+	}
+	print_header(o);
+	printf("\nsingle thread:\n");
+	print_table(rows, nr, 1, o->callgrind);
+	if (nr > 0 && rows[nr - 1].threads == 2) {
+		printf("\n2 threads on one instance (this machine's CPUs), 256-CPU model:\n");
+		print_table(rows, nr, 2, false);
+	}
+	print_targets(rows, nr);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	const char *one = parse_opts(argc, argv, &o);
+	struct row rows[NR_TOPOS * NR_LOADS * NR_POLICIES * 2];
+	int nr;
+
+	if (one)
+		return run_one(one, argv + optind, &o);
+	timer_calibrate();
+	nr = run_rows(&o, rows);
+	if (o.callgrind)
+		run_callgrind(&o, rows, nr);
+	print_all(&o, rows, nr);
+	return 0;
+}
