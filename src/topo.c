@@ -796,6 +796,8 @@ static int copy_sorted(const place_topo *t, const int *dense, int n, int *out, i
 {
 	int *tmp;
 
+	if (max <= 0)
+		return n;
 	if (max >= n) {
 		copy_slice(t, dense, n, out, max);
 		qsort(out, (size_t)n, sizeof(int), cmp_int);
@@ -806,7 +808,7 @@ static int copy_sorted(const place_topo *t, const int *dense, int n, int *out, i
 		return place__fail(-ENOMEM, "out of memory");
 	copy_slice(t, dense, n, tmp, n);
 	qsort(tmp, (size_t)n, sizeof(int), cmp_int);
-	memcpy(out, tmp, (size_t)(max > 0 ? max : 0) * sizeof(int));
+	memcpy(out, tmp, (size_t)max * sizeof(int));
 	free(tmp);
 	return n;
 }

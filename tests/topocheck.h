@@ -10,24 +10,27 @@
 #define PLACE_TOPOCHECK_H
 
 #include <check.h>
+#include <stdlib.h>
 
 #include "topo.h"
 
-/* Dense ids lie in 0..nr-1 and every id is used by some CPU. */
+/* Dense ids lie in 0..nr-1 (or -1) and every id is used by some CPU. */
 static inline void place_check_ids(const struct place_topo *t, const char *what, size_t off, int nr)
 {
-	for (int id = 0; id < nr; id++) {
-		int used = 0;
+	int *used = calloc((size_t)nr + 1, sizeof(int));
 
-		for (int i = 0; i < t->nr_cpus; i++) {
-			int v = *(const int *)((const char *)&t->cpu[i] + off);
+	ck_assert_ptr_nonnull(used);
+	for (int i = 0; i < t->nr_cpus; i++) {
+		int v = *(const int *)((const char *)&t->cpu[i] + off);
 
-			ck_assert_msg(v >= -1 && v < nr, "%s: cpu %d has %s %d of %d", t->source,
-				      t->os_of[i], what, v, nr);
-			used += v == id;
-		}
-		ck_assert_msg(used > 0, "%s: %s %d has no CPU", t->source, what, id);
+		ck_assert_msg(v >= -1 && v < nr, "%s: cpu %d has %s %d of %d", t->source,
+			      t->os_of[i], what, v, nr);
+		if (v >= 0)
+			used[v]++;
 	}
+	for (int id = 0; id < nr; id++)
+		ck_assert_msg(used[id] > 0, "%s: %s %d has no CPU", t->source, what, id);
+	free(used);
 }
 
 static inline void place_check_numbering(const struct place_topo *t)
