@@ -77,13 +77,22 @@ typedef struct place_topo place_topo;
  *   "xml:PATH"           an hwloc XML export (hwloc 2 format).
  *   "synthetic:STRING"   an hwloc synthetic description, for example
  *                        "pack:2 [numa] l3:8 core:8 pu:2(indexes=core)".
- * Returns 0 and *out, or:
+ * Returns 0 and *out, or (with *out set to NULL when out is not NULL):
  *   -EINVAL  out is NULL, unknown source prefix, empty path or string,
- *            malformed synthetic string, unparsable XML (hwloc refuses it)
+ *            malformed synthetic string, unparsable XML (hwloc refuses it),
+ *            an XML v3.0 export (hwloc 3; hwloc 2 reads v1 and v2 only),
+ *            a directory given as PATH
  *   -ENOENT  the XML file does not exist; -EACCES it cannot be read
- *   -ENODEV  no usable CPU remains after the restrictions
+ *   -ENODEV  no usable CPU remains after the restrictions (for XML: the
+ *            export's allowed_cpuset holds no PU)
  *   -ENOMEM  out of memory
- * place_last_error() then says which source and what hwloc said.
+ * place_last_error() then says which source and what hwloc said, e.g.
+ * "xml:/x.xml: cannot import XML version 3.0 > 2 (...)". hwloc 2 itself
+ * explains XML and synthetic failures only on stderr and only under
+ * HWLOC_XML_VERBOSE=1 / HWLOC_SYNTHETIC_VERBOSE=1, so libplace checks the file
+ * and the XML version itself and names those variables otherwise.
+ * XML and synthetic sources use hwloc's default load flags: the usable CPUs
+ * are the export's allowed PUs (offline and disallowed PUs are left out).
  * Any thread. */
 PLACE_EXTERN int place_topo_load(place_topo **out, const char *source);
 
@@ -91,7 +100,8 @@ PLACE_EXTERN int place_topo_load(place_topo **out, const char *source);
  * copy, so the topology may be freed right after place_create(). */
 PLACE_EXTERN void place_topo_free(place_topo *topo);
 
-/* The source string the topology was loaded from (after PLACE_TOPOLOGY). */
+/* The source string the topology was loaded from (after PLACE_TOPOLOGY):
+ * "live", "xml:PATH" or "synthetic:STRING". NULL when topo is NULL. */
 PLACE_EXTERN const char *place_topo_source(const place_topo *topo);
 
 /* Counts of usable CPUs, of cores, LLC domains, NUMA nodes (with usable CPUs)
@@ -111,7 +121,12 @@ PLACE_EXTERN int place_topo_cpu_limit(const place_topo *topo);
  * -EINVAL on a NULL topo; -ERANGE when i is out of range. */
 PLACE_EXTERN int place_topo_cpu(const place_topo *topo, int i);
 
-/* How a CPU's LLC domain was found. */
+/* How a CPU's LLC domain was found. The LLC is found per CPU (hybrid parts
+ * have CPUs whose LLC is an L3 next to CPUs whose LLC is a cluster's L2);
+ * instruction caches and memory-side caches never count. A domain always
+ * holds whole cores: when the topmost cache sits below the core (per-CPU L1,
+ * nothing above), the core's caches together form the domain (llc_kind stays
+ * CACHE; hw_llc names the CPU's own cache). */
 enum place_llc_kind {
 	PLACE_LLC_CACHE = 0,   /* the topmost data or unified CPU cache above it */
 	PLACE_LLC_PACKAGE = 1, /* no cache reported: its package */
@@ -129,7 +144,11 @@ typedef struct place_cpu_info {
 	int cpu;        /* OS CPU number */
 	int core;       /* a CPU without a Core object is its own core */
 	int llc;
-	int node;
+	int node;       /* the nearest NUMA node whose cpuset holds the CPU (NUMA
+	                 * nodes are memory children in hwloc 2: found through the
+	                 * ancestors' memory children, CPU-less nodes never; the
+	                 * lowest logical index when several are equally near). A
+	                 * CPU without any node shares one stand-in node. */
 	int package;    /* -1 when the machine reports no Package */
 	int llc_level;  /* cache level 1..5; -1 when llc_kind is not CACHE */
 	int llc_kind;   /* enum place_llc_kind */
