@@ -313,8 +313,14 @@ typedef struct place_stats {
 	uint64_t hit_fallback;    /* nothing idle found: stacked */
 	uint64_t cpus_probed;
 	uint64_t false_positives; /* busy CPUs cleared from idle masks */
-	uint64_t lost_claims;
-	uint64_t reserved[16];
+	uint64_t lost_claims;     /* claim CAS lost to another wakeup (the scan went on) */
+	uint64_t hit_prev_smt;    /* an idle SMT sibling of prev */
+	uint64_t claims;          /* wakeups that claimed the CPU they returned */
+	uint64_t claims_stolen;   /* claims ended by the task starting on another CPU */
+	uint64_t claims_released; /* place_claim_release() */
+	uint64_t fail_prone_marks;/* failed partial scans that marked their target fail-prone */
+	uint64_t idle_enters;
+	uint64_t reserved[10];
 } place_stats;
 
 /* Read the counters of LLC domain llc (its dense id), or of the whole instance

@@ -1,0 +1,254 @@
+/*
+ * The worker's edges (idle enter, run begin, run end) and what they keep up
+ * to date: the per-CPU state, the LLC idle masks per policy, has_idle_cores,
+ * and the SIS_UTIL scan bound.
+ *
+ * Each edge is called by the CPU's own worker, so the per-CPU line is
+ * written by one thread except for the state word (see idle.h). Shared LLC
+ * lines are written only when a value changes.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+
+#include "idle.h"
+#include "internal.h"
+
+#define UTIL_ONE 1024      /* fixed point: 1024 = every registered CPU busy */
+#define SIS_UTIL_PCT 117   /* the kernel's imbalance_pct at the LLC: scanning stops near 85% */
+
+bool place__core_available(const struct place *p, int cpu)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+
+	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++)
+		if (!place__st_available(place__state(p, place__llc_cpu(p, m->llc, pos))))
+			return false;
+	return true;
+}
+
+/*
+ * cpu has just become available (it entered idle with nothing pending, or
+ * its claim ended while it was idle): tell the LLC.
+ * SIS_CORE (seed 001 patch 3): set its bit only if no SMT sibling's bit is
+ * set: one bit per core is enough to reach the core, and the scans spread
+ * wakeups over cores. The caller's RMW on the state word came first; the
+ * fence orders it before the mask loads (partner: repair() in select.c).
+ * SIS_CORE and LINEAR: has_idle_cores when the whole core is available.
+ * EXACT: the CPU's bit, and the core's bit when the whole core is.
+ */
+void place__idle_publish(struct place *p, int cpu)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+	struct place_llc *llc = &p->llc[m->llc];
+
+	place_fence_rmw_load(); /* our IDLE/claim RMW before the mask loads; pairs with repair() */
+	switch (p->policy) {
+	case PLACE_POLICY_SIS_CORE:
+		if (!place_mask_any_in(llc->icpus, m->core_lo, m->smt))
+			place_mask_set(llc->icpus, m->pos);
+		/* fall through */
+	case PLACE_POLICY_LINEAR:
+		if (llc->smt && !place_load_32(&llc->has_idle_cores) && place__core_available(p, cpu))
+			place_store_32(&llc->has_idle_cores, 1);
+		break;
+	case PLACE_POLICY_EXACT:
+		place_mask_set(llc->icpus, m->pos);
+		if (place__core_available(p, cpu))
+			place_mask_set(llc->icores, m->core_lo);
+		break;
+	}
+}
+
+/* EXACT: cpu is no longer available (busy, claimed, unregistered). */
+void place__exact_unpublish(struct place *p, int cpu)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+	struct place_llc *llc = &p->llc[m->llc];
+
+	place_mask_clear(llc->icpus, m->pos);
+	place_mask_clear(llc->icores, m->core_lo);
+}
+
+/* A delivery or release changed cpu's state from before to after: if that
+ * made it available again, it goes back into the mask (user space has no
+ * idle balancer to find a CPU that fell out). */
+void place__after_delivery(struct place *p, int cpu, uint64_t before, uint64_t after)
+{
+	if (!place__st_available(before) && place__st_available(after))
+		place__idle_publish(p, cpu);
+}
+
+/* ---- SIS_UTIL ---------------------------------------------------------- */
+
+/* nr_idle_scan = weight * (1 - min(1, (util * 117/100)^2)), util in
+ * UTIL_ONE units: the full LLC when idle, 0 from about 85% busy. */
+uint32_t place__scan_bound(uint64_t weight, uint64_t util)
+{
+	uint64_t x = util * SIS_UTIL_PCT / 100;
+
+	if (x >= UTIL_ONE)
+		return 0;
+	return (uint32_t)(weight * (UTIL_ONE * UTIL_ONE - x * x) / (UTIL_ONE * UTIL_ONE));
+}
+
+static uint64_t busy_until(const struct place_cpu *c, uint64_t now)
+{
+	uint64_t since = place_load_64(&c->busy_since);
+
+	return place_load_64(&c->busy_ns) + (since && now > since ? now - since : 0);
+}
+
+/*
+ * Recompute the LLC's scan bound at most once per util_period_ns. The CPU
+ * whose CAS moves util_stamp forward does it; everyone else returns after
+ * one relaxed load. util_avg halves the old value into each new sample, a
+ * decayed average over a few periods. nr_idle_scan is stored only when it
+ * changes.
+ */
+void place__util_tick(struct place *p, int cpu, uint64_t now)
+{
+	struct place_llc *llc = &p->llc[p->map[cpu].llc];
+	uint64_t stamp = place_load_64(&llc->util_stamp), busy = 0, nreg, sample, avg;
+	uint32_t nr;
+
+	if (!place__feat(p, PLACE_FEAT_SIS_UTIL) || now < stamp + p->util_period_ns || now <= stamp)
+		return;
+	if (!place_cas_64(&llc->util_stamp, &stamp, now))
+		return; /* another CPU of the LLC does this period */
+	for (int pos = 0; pos < llc->weight; pos++)
+		busy += busy_until(&p->cpu[place__llc_cpu(p, p->map[cpu].llc, pos)], now);
+	nreg = place_load_64(&llc->nr_registered);
+	sample = busy - place_load_64(&llc->util_busy);
+	place_store_64(&llc->util_busy, busy);
+	if (!nreg || busy < sample /* went backwards: a CPU was re-registered */)
+		return;
+	sample = sample * UTIL_ONE / ((now - stamp) * nreg);
+	if (sample > UTIL_ONE)
+		sample = UTIL_ONE;
+	avg = (place_load_64(&llc->util_avg) + sample) / 2;
+	place_store_64(&llc->util_avg, avg);
+	nr = place__scan_bound(nreg, avg);
+	if (nr != place_load_32(&llc->nr_idle_scan))
+		place_store_32(&llc->nr_idle_scan, nr);
+}
+
+/* ---- the worker's edges ------------------------------------------------ */
+
+PLACE_EXTERN int place_idle_enter(place *p, int cpu)
+{
+	int d = place__worker_cpu(p, cpu);
+	struct place_cpu *c;
+	uint64_t now, before;
+
+	if (d < 0)
+		return d;
+	c = &p->cpu[d];
+	if (place_load_32(&c->running))
+		return -EBUSY;
+	now = place__now(p);
+	before = place__st_change(&c->state, PLACE_ST_IDLE, 0);
+	if (!(before & PLACE_ST_IDLE)) {
+		place_store_64(&c->busy_ns, place_load_64(&c->busy_ns) + now - c->busy_since);
+		place_store_64(&c->busy_since, 0);
+	}
+	/* Not while a wakeup is pending here (seed 001 patch 1): the claimed or
+	 * stacked task is on its way, and this CPU is about to be busy. */
+	if (place__st_available(before | PLACE_ST_IDLE))
+		place__idle_publish(p, d);
+	place_count_64(&p->slot[d].v[PLACE_STAT_idle_enters], 1);
+	place__util_tick(p, d, now);
+	return 0;
+}
+
+/*
+ * t leaves the queue it was counted in (wherever it was woken to) and cpu
+ * leaves idle. Delivered where it was sent: one CAS does both. Stolen by
+ * cpu from another CPU: our idle bit, then its queue; that CPU goes back
+ * into the mask if it is idle with nothing else pending.
+ */
+static void start_delivery(struct place *p, int cpu, struct place_task_rec *r, uint64_t now)
+{
+	int from = place__dense(p, r->queued_cpu);
+	uint64_t before, after, fb, fa;
+
+	before = place__st_deliver(&p->cpu[cpu].state, true, from == cpu, r->claim_gen, &after);
+	if (from >= 0 && from != cpu) {
+		fb = place__st_deliver(&p->cpu[from].state, false, true, r->claim_gen, &fa);
+		if (r->claim_gen && (fb & PLACE_ST_CLAIMED) && !(fa & PLACE_ST_CLAIMED))
+			place_count_64(&p->slot[cpu].v[PLACE_STAT_claims_stolen], 1);
+		place__after_delivery(p, from, fb, fa);
+	}
+	if (before & PLACE_ST_IDLE) {
+		place_store_64(&p->cpu[cpu].busy_since, now ? now : 1);
+		if (p->policy == PLACE_POLICY_EXACT)
+			place__exact_unpublish(p, cpu);
+	}
+	r->queued_cpu = -1;
+	r->claim_gen = 0;
+}
+
+PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
+{
+	int d = place__worker_cpu(p, cpu);
+	struct place_task_rec *r = place__task_rec(t);
+	struct place_cpu *c;
+	uint64_t now;
+
+	if (d < 0)
+		return d;
+	if (!r)
+		return -EINVAL;
+	c = &p->cpu[d];
+	if (place_load_32(&c->running))
+		return -EBUSY;
+	now = place__now(p);
+	start_delivery(p, d, r, now);
+	place_store_32(&c->running, 1);
+	c->curr = t;
+	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
+	place_store_64(&c->curr_cookie, r->cookie);
+	c->run_start = now;
+	r->prev_cpu = cpu;
+	return 0;
+}
+
+/* The kernel's update_avg(): an eighth of the way to each new sample. */
+static uint64_t update_avg(uint64_t avg, uint64_t sample)
+{
+	if (!avg)
+		return sample;
+	return sample >= avg ? avg + (sample - avg) / 8 : avg - (avg - sample) / 8;
+}
+
+PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
+{
+	int d = place__worker_cpu(p, cpu);
+	struct place_task_rec *r = place__task_rec(t);
+	struct place_cpu *c;
+	uint64_t now;
+
+	if (d < 0)
+		return d;
+	c = &p->cpu[d];
+	if (!r || how > PLACE_RUN_PREEMPT || c->curr != t)
+		return -EINVAL;
+	now = place__now(p);
+	r->run_accum_ns += now > c->run_start ? now - c->run_start : 0;
+	if (how == PLACE_RUN_PREEMPT) {
+		/* Still runnable here: it counts in this CPU's queue again. */
+		place__st_enqueue(&c->state);
+		r->queued_cpu = cpu;
+		r->claim_gen = 0;
+	} else {
+		r->avg_run_ns = update_avg(r->avg_run_ns, r->run_accum_ns);
+		r->run_accum_ns = 0;
+	}
+	c->curr = NULL;
+	place_store_64(&c->curr_avg_ns, 0);
+	place_store_32(&c->running, 0);
+	place__util_tick(p, d, now);
+	return 0;
+}

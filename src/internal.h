@@ -1,0 +1,274 @@
+/*
+ * The instance: per-CPU state lines, per-LLC shared blocks, statistics slots
+ * and the private task record. Every shared field says who writes it, who
+ * reads it and which memory order makes that safe.
+ *
+ * Indexes: "cpu" inside libplace is a dense index (topo.h); records and the
+ * public API speak OS CPU numbers. "pos" is a CPU's position in its LLC's
+ * slice of topo->llc_cpus, which is also its bit in the LLC's masks; SMT
+ * siblings occupy adjacent positions [core_lo, core_lo + smt).
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#ifndef PLACE_INTERNAL_H
+#define PLACE_INTERNAL_H
+
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "atomic.h"
+#include "bitmap.h"
+#include "topo.h"
+
+#define PLACE_CACHELINE 64
+
+/*
+ * The per-CPU state word. One 64-bit word so that "is this CPU available"
+ * is one load and a claim is one compare-and-swap.
+ *
+ *   bit 0       REGISTERED  a worker serves this CPU
+ *   bit 1       IDLE        the worker found its queue empty (idle_enter)
+ *   bit 2       CLAIMED     a wakeup claimed it; the task is on its way
+ *   bits 8..31  QUEUED      tasks sent here (claimed, stacked, preempted)
+ *                           that have not started running yet
+ *   bits 32..63 GEN         claim generation, bumped by each claim, so a
+ *                           task ends only its own claim, never a later one
+ *
+ * Available (idle for a new wakeup) = REGISTERED, IDLE, not CLAIMED and
+ * nothing QUEUED: the kernel's available_idle_cpu() with ttwu_pending.
+ */
+#define PLACE_ST_REGISTERED UINT64_C(0x1)
+#define PLACE_ST_IDLE UINT64_C(0x2)
+#define PLACE_ST_CLAIMED UINT64_C(0x4)
+#define PLACE_ST_QUEUED_ONE (UINT64_C(1) << 8)
+#define PLACE_ST_QUEUED_MASK (UINT64_C(0xffffff) << 8)
+#define PLACE_ST_GEN_SHIFT 32
+
+static inline bool place__st_available(uint64_t s)
+{
+	return (s & (PLACE_ST_REGISTERED | PLACE_ST_IDLE | PLACE_ST_CLAIMED | PLACE_ST_QUEUED_MASK)) ==
+	       (PLACE_ST_REGISTERED | PLACE_ST_IDLE);
+}
+
+static inline uint32_t place__st_queued(uint64_t s)
+{
+	return (uint32_t)((s & PLACE_ST_QUEUED_MASK) >> 8);
+}
+
+static inline uint32_t place__st_gen(uint64_t s)
+{
+	return (uint32_t)(s >> PLACE_ST_GEN_SHIFT);
+}
+
+/*
+ * Per-CPU state: exactly one cache line, written mostly by the CPU's worker.
+ */
+struct place_cpu {
+	/* Writers: the worker (IDLE on its edges), any waker (CLAIMED, QUEUED,
+	 * GEN by CAS), any thread running a task claimed here (ends CLAIMED),
+	 * register/unregister (REGISTERED). Only ever changed by CAS or atomic
+	 * RMW (sequentially consistent), read relaxed by probes: the CAS is the
+	 * one exact step, so a stale read only costs a failed CAS. */
+	alignas(PLACE_CACHELINE) uint64_t state;
+	/* 1 while the worker runs a task. Worker writes, wakers read (relaxed
+	 * hint for nr_running in wake_affine). */
+	uint32_t running;
+	/* Fail-prone mark (seed 001 patch 4): a failed partial scan from this
+	 * CPU sets it to 1 (relaxed store, any waker); the next scan from here
+	 * consumes it with CAS 1 -> 0. A lost or duplicated mark costs one scan
+	 * with or without sibling probing: harmless. */
+	uint32_t scan_sibling;
+	/* Short-run estimate (average run between sleeps, ns) of the running
+	 * task, 0 when none or unknown. Worker writes at run_begin/run_end,
+	 * wakers read relaxed (the short-task wake-affine rule). */
+	uint64_t curr_avg_ns;
+	/* The running task's record (wake_wide reads the waker's flips through
+	 * it). Written by the worker; read only by the worker's own thread when
+	 * it wakes a task with waker_cpu == this CPU. */
+	place_task *curr;
+	/* Core-scheduling cookie of the running task (a later issue reads it).
+	 * Worker writes, relaxed. */
+	uint64_t curr_cookie;
+	/* When the current run began. Worker writes; the worker's own wakeups
+	 * read it as "now" to decay wakee flips without reading the clock. */
+	uint64_t run_start;
+	/* Utilization input: total non-idle ns before busy_since, and when the
+	 * current non-idle period began (0 while idle). Worker writes relaxed;
+	 * the scan-bound recompute (any CPU of the LLC) reads them relaxed: a
+	 * torn pair skews one sample of a decayed average. */
+	uint64_t busy_ns;
+	uint64_t busy_since;
+};
+_Static_assert(sizeof(struct place_cpu) == PLACE_CACHELINE, "per-CPU state is one cache line");
+
+/* Where a CPU sits, flattened for the hot path. Read-only after create. */
+struct place_cpu_map {
+	int os;      /* OS number */
+	int llc;     /* dense LLC id */
+	int pos;     /* bit in the LLC's masks */
+	int core_lo; /* first sibling's pos */
+	int smt;     /* number of siblings, itself included */
+	int core;    /* dense core id */
+};
+
+/*
+ * Per-LLC shared block. The first line is read-only after create; the hints
+ * line is written only on edges, and only when a value changes (read before
+ * write); the masks live in their own lines (p->words).
+ */
+struct place_llc {
+	alignas(PLACE_CACHELINE) int first;   /* index of its first CPU in topo->llc_cpus */
+	int weight;                           /* CPUs in the LLC */
+	int nr_words;                         /* words per mask */
+	bool smt;                             /* some core has more than one CPU */
+	/* SIS_CORE: the core-granule idle mask (a hint). Set by a CPU entering
+	 * idle when no sibling's bit is set; cleared by scans repairing false
+	 * positives. Starts full. EXACT: one bit per available CPU. */
+	uint64_t *icpus;
+	/* EXACT: bit core_lo set while the whole core is available. */
+	uint64_t *icores;
+	/* LINEAR: a constant all-ones mask, iterated like icpus. */
+	const uint64_t *span;
+
+	/* Set (relaxed, read first) by a CPU entering idle when its whole core
+	 * is available; cleared by a full idle-core scan that found no idle
+	 * core. Read relaxed by scans. A hint, as in the kernel. */
+	alignas(PLACE_CACHELINE) uint32_t has_idle_cores;
+	/* SIS_UTIL scan bound. Written (only when it changes) by the one CPU
+	 * that won the recompute; read relaxed by scans. */
+	uint32_t nr_idle_scan;
+	/* Registered workers in this LLC: the weight the bound scales.
+	 * register/unregister write with atomic add, recompute reads relaxed. */
+	uint64_t nr_registered;
+	/* Recompute gate: the CPU whose CAS moves util_stamp forward does the
+	 * recompute; the others skip. util_busy and util_avg (fixed point,
+	 * 1024 = all busy) are then written by that winner only. */
+	uint64_t util_stamp;
+	uint64_t util_busy;
+	uint64_t util_avg;
+};
+
+/* Statistics, schedstat-like. One list drives the slots and place_stats. */
+#define PLACE_STATS(X)                                                                             \
+	X(wakeups) X(affine_wakeups) X(hit_target) X(hit_prev) X(hit_recent) X(hit_idle_core)      \
+	X(hit_idle_cpu) X(hit_sibling) X(hit_fallback) X(cpus_probed) X(false_positives)           \
+	X(lost_claims) X(hit_prev_smt) X(claims) X(claims_stolen) X(claims_released)               \
+	X(fail_prone_marks) X(idle_enters)
+
+enum place_stat_id {
+#define PLACE_STAT_ENUM(name) PLACE_STAT_##name,
+	PLACE_STATS(PLACE_STAT_ENUM)
+#undef PLACE_STAT_ENUM
+	PLACE_NR_STATS
+};
+
+/* A statistics slot. Per-CPU slots are written only by that CPU's worker
+ * (place_count_64: plain relaxed load+store, no locked instruction); per-LLC
+ * "external" slots take what non-workers do (wakeups with PLACE_CPU_NONE,
+ * claim releases) with relaxed atomic adds. place_stats_read sums relaxed. */
+struct place_stat_slot {
+	alignas(PLACE_CACHELINE) uint64_t v[PLACE_NR_STATS];
+};
+
+/*
+ * The private task record inside place_task.priv. Touched only by the call
+ * that has the task (one wakeup or run edge at a time, per the API), except
+ * wakee_flips/last_wakee/flip_decay_ns of a running waker, which only its
+ * worker's thread touches. CPUs are OS numbers (stable across topologies).
+ */
+#define PLACE_TASK_MAGIC UINT32_C(0x706c6163) /* "plac" */
+
+struct place_task_rec {
+	uint32_t magic;
+	int32_t prev_cpu;        /* where it last started running, or -1 */
+	int32_t recent_used_cpu; /* prev_cpu of the wakeup before, or -1 */
+	int32_t queued_cpu;      /* CPU whose QUEUED counts it, or -1 */
+	uint32_t claim_gen;      /* its claim on queued_cpu, 0 = none */
+	uint32_t wakee_flips;    /* as a waker: how often it switched wakee */
+	uint64_t flip_decay_ns;  /* when wakee_flips was last halved */
+	const void *last_wakee;
+	uint64_t avg_run_ns;     /* average run between sleeps */
+	uint64_t run_accum_ns;   /* run since it last slept (preemptions add up) */
+	uint64_t cookie;
+	uint32_t group;
+	uint32_t reserved0;
+};
+_Static_assert(sizeof(struct place_task_rec) <= sizeof(((place_task *)0)->priv),
+	       "the task record fits in place_task.priv");
+
+static inline struct place_task_rec *place__rec(place_task *t)
+{
+	return (struct place_task_rec *)(void *)t->priv;
+}
+
+struct place {
+	struct place_topo *topo; /* the instance's copy; becomes an RCU snapshot later */
+	int policy;              /* enum place_policy */
+	unsigned feat;           /* PLACE_FEAT_* */
+	place_clock_fn clock;
+	void *clock_arg;
+	uint64_t short_task_ns;
+	uint64_t util_period_ns;
+	struct place_cpu *cpu;        /* [nr_cpus] */
+	struct place_cpu_map *map;    /* [nr_cpus] */
+	struct place_llc *llc;        /* [nr_llcs] */
+	struct place_stat_slot *slot; /* [nr_cpus] */
+	struct place_stat_slot *ext;  /* [nr_llcs] */
+	uint64_t *words;              /* backing store of every LLC mask */
+};
+
+static inline bool place__feat(const struct place *p, unsigned f)
+{
+	return (p->feat & f) != 0;
+}
+
+static inline uint64_t place__now(const struct place *p)
+{
+	return p->clock(p->clock_arg);
+}
+
+/* OS number -> dense index, or -1 when cpu is not usable. */
+static inline int place__dense(const struct place *p, int os)
+{
+	if (os < 0 || os >= p->topo->cpu_limit)
+		return -1;
+	return p->topo->dense_of[os];
+}
+
+/* Dense index of the CPU at pos of LLC l. */
+static inline int place__llc_cpu(const struct place *p, int l, int pos)
+{
+	return p->topo->llc_cpus[p->llc[l].first + pos];
+}
+
+/* May t run on dense cpu (its cpu_set_t)? Registration is checked apart. */
+static inline bool place__allowed(const struct place *p, const place_task *t, int cpu)
+{
+	return !t->cpus || CPU_ISSET_S((size_t)p->map[cpu].os, t->cpus_size, t->cpus);
+}
+
+/* Count v in statistic id: in the slot of dense CPU cpu when the calling
+ * thread is that CPU's worker (single writer), else in LLC llc's external
+ * slot (cpu -1; atomic add). */
+static inline void place__count(struct place *p, int cpu, int llc, enum place_stat_id id, uint64_t v)
+{
+	if (cpu >= 0)
+		place_count_64(&p->slot[cpu].v[id], v);
+	else
+		place_add_64(&p->ext[llc].v[id], v);
+}
+
+/* place.c: argument checks shared by the public calls. */
+int place__worker_cpu(const struct place *p, int os);
+struct place_task_rec *place__task_rec(place_task *t);
+
+/* idle.c */
+void place__idle_publish(struct place *p, int cpu);
+void place__exact_unpublish(struct place *p, int cpu);
+bool place__core_available(const struct place *p, int cpu);
+void place__util_tick(struct place *p, int cpu, uint64_t now);
+uint32_t place__scan_bound(uint64_t weight, uint64_t util);
+void place__after_delivery(struct place *p, int cpu, uint64_t before, uint64_t after);
+
+#endif /* PLACE_INTERNAL_H */

@@ -1,0 +1,346 @@
+/*
+ * Lifecycle, configuration and features, worker registration, task records.
+ * Nothing here is on the hot path: these calls may allocate.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "idle.h"
+#include "internal.h"
+
+#define PLACE_FEAT(name, why) | PLACE_FEAT_##name
+_Static_assert((0
+#include "place_features.h"
+	       ) == PLACE_FEAT_ALL, "place_features.h lists exactly the PLACE_FEAT_* bits");
+#undef PLACE_FEAT
+
+#define DEFAULT_SHORT_TASK_NS UINT64_C(500000)   /* the kernel's sysctl_sched_migration_cost */
+#define DEFAULT_UTIL_PERIOD_NS UINT64_C(4000000) /* a few ms, as the kernel's periodic balance */
+
+static uint64_t clock_monotonic(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+PLACE_EXTERN void place_config_init(place_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
+	cfg->policy = PLACE_POLICY_SIS_CORE;
+	cfg->features = PLACE_FEAT_DEFAULT;
+	cfg->short_task_ns = DEFAULT_SHORT_TASK_NS;
+	cfg->util_period_ns = DEFAULT_UTIL_PERIOD_NS;
+}
+
+static int check_config(const place_config *cfg)
+{
+	if (cfg->size != sizeof(*cfg))
+		return place__fail(-EINVAL, "place_config.size is %zu, expected %zu (call place_config_init)",
+				   cfg->size, sizeof(*cfg));
+	if (cfg->policy < PLACE_POLICY_SIS_CORE || cfg->policy > PLACE_POLICY_EXACT)
+		return place__fail(-EINVAL, "unknown policy %d", cfg->policy);
+	if (cfg->features & ~PLACE_FEAT_ALL)
+		return place__fail(-EINVAL, "unknown feature bits 0x%x", cfg->features & ~PLACE_FEAT_ALL);
+	for (size_t i = 0; i < sizeof(cfg->reserved) / sizeof(cfg->reserved[0]); i++)
+		if (cfg->reserved[i])
+			return place__fail(-EINVAL, "place_config.reserved[%zu] is not zero", i);
+	return 0;
+}
+
+static void *alloc_lines(size_t n, size_t size)
+{
+	size_t bytes = (n * size + PLACE_CACHELINE - 1) / PLACE_CACHELINE * PLACE_CACHELINE;
+	void *mem = aligned_alloc(PLACE_CACHELINE, bytes ? bytes : PLACE_CACHELINE);
+
+	if (mem)
+		memset(mem, 0, bytes ? bytes : PLACE_CACHELINE);
+	return mem;
+}
+
+/* Per-CPU map: where each CPU's bit and its SMT siblings sit in its LLC.
+ * topo.h groups each LLC's CPUs core by core; check it rather than trust it,
+ * since every sibling loop relies on [core_lo, core_lo + smt). */
+static int build_map(struct place *p)
+{
+	const struct place_topo *t = p->topo;
+
+	for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
+		struct place_cpu_map *m = &p->map[cpu];
+		int core = t->cpu[cpu].core;
+
+		m->os = t->os_of[cpu];
+		m->llc = t->cpu[cpu].llc;
+		m->pos = t->cpu[cpu].llc_pos;
+		m->core = core;
+		m->smt = place__core_weight(t, core);
+		m->core_lo = m->pos;
+		for (int i = t->core_start[core]; i < t->core_start[core + 1]; i++)
+			if (t->cpu[t->core_cpus[i]].llc_pos < m->core_lo)
+				m->core_lo = t->cpu[t->core_cpus[i]].llc_pos;
+	}
+	for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
+		const struct place_cpu_map *m = &p->map[cpu];
+
+		for (int i = t->core_start[m->core]; i < t->core_start[m->core + 1]; i++) {
+			int pos = t->cpu[t->core_cpus[i]].llc_pos;
+
+			if (pos < m->core_lo || pos >= m->core_lo + m->smt || t->cpu[t->core_cpus[i]].llc != m->llc)
+				return place__fail(-EINVAL, "topology: core %d is not contiguous in LLC %d",
+						   m->core, m->llc);
+		}
+	}
+	return 0;
+}
+
+/* LLC blocks; every mask gets whole cache lines of its own. The SIS_CORE
+ * mask starts full (seed 001: "fixed after SIS scan failures"), EXACT empty
+ * (filled as workers register), LINEAR's span is all ones. */
+static int build_llcs(struct place *p, uint64_t now)
+{
+	const struct place_topo *t = p->topo;
+	size_t per_mask = 0, off = 0;
+
+	for (int l = 0; l < t->nr_llcs; l++) {
+		int w = PLACE_MASK_WORDS(place__llc_weight(t, l));
+
+		per_mask += (size_t)(w + 7) / 8 * 8; /* round up to 64 bytes */
+	}
+	p->words = alloc_lines(3 * per_mask, sizeof(uint64_t));
+	if (!p->words)
+		return -ENOMEM;
+	for (int l = 0; l < t->nr_llcs; l++) {
+		struct place_llc *llc = &p->llc[l];
+		uint64_t *span;
+
+		llc->first = t->llc_start[l];
+		llc->weight = place__llc_weight(t, l);
+		llc->nr_words = PLACE_MASK_WORDS(llc->weight);
+		llc->icpus = p->words + off;
+		llc->icores = p->words + per_mask + off;
+		span = p->words + 2 * per_mask + off;
+		llc->span = span;
+		off += (size_t)(llc->nr_words + 7) / 8 * 8;
+		for (int pos = 0; pos < llc->weight; pos++) {
+			span[pos / 64] |= UINT64_C(1) << (pos % 64);
+			if (p->policy == PLACE_POLICY_SIS_CORE)
+				llc->icpus[pos / 64] |= UINT64_C(1) << (pos % 64);
+		}
+		for (int pos = 0; pos < llc->weight; pos++)
+			if (p->map[place__llc_cpu(p, l, pos)].smt > 1)
+				llc->smt = true;
+		llc->nr_idle_scan = (uint32_t)llc->weight;
+		llc->util_stamp = now;
+	}
+	return 0;
+}
+
+PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_config *cfg)
+{
+	place_config defaults;
+	struct place *p;
+	int err;
+
+	place__clear_error();
+	if (!out || !topo)
+		return place__fail(-EINVAL, "place_create: NULL %s", out ? "topo" : "out");
+	if (!cfg) {
+		place_config_init(&defaults);
+		cfg = &defaults;
+	}
+	if ((err = check_config(cfg)))
+		return err;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->policy = cfg->policy;
+	p->feat = cfg->features;
+	p->clock = cfg->clock ? cfg->clock : clock_monotonic;
+	p->clock_arg = cfg->clock_arg;
+	p->short_task_ns = cfg->short_task_ns;
+	p->util_period_ns = cfg->util_period_ns;
+	err = -ENOMEM;
+	if (!(p->topo = place__topo_dup(topo)))
+		goto fail;
+	p->cpu = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->cpu));
+	p->map = calloc((size_t)p->topo->nr_cpus, sizeof(*p->map));
+	p->llc = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->llc));
+	p->slot = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->slot));
+	p->ext = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->ext));
+	if (!p->cpu || !p->map || !p->llc || !p->slot || !p->ext)
+		goto fail;
+	if ((err = build_map(p)) || (err = build_llcs(p, place__now(p))))
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	place_destroy(p);
+	return err == -ENOMEM ? place__fail(err, "place_create: out of memory") : err;
+}
+
+PLACE_EXTERN void place_destroy(place *p)
+{
+	if (!p)
+		return;
+	free(p->words);
+	free(p->ext);
+	free(p->slot);
+	free(p->llc);
+	free(p->map);
+	free(p->cpu);
+	place_topo_free(p->topo);
+	free(p);
+}
+
+PLACE_EXTERN const place_topo *place_get_topo(const place *p)
+{
+	return p ? p->topo : NULL;
+}
+
+/* ---- argument checks shared by the public calls ------------------------ */
+
+/* Dense index of a CPU with a registered worker, or -EINVAL (p NULL),
+ * -ENODEV (not a usable CPU), -ENOENT (no worker registered). */
+int place__worker_cpu(const struct place *p, int os)
+{
+	int d;
+
+	if (!p)
+		return -EINVAL;
+	d = place__dense(p, os);
+	if (d < 0)
+		return -ENODEV;
+	if (!(place__state(p, d) & PLACE_ST_REGISTERED))
+		return -ENOENT;
+	return d;
+}
+
+struct place_task_rec *place__task_rec(place_task *t)
+{
+	struct place_task_rec *r = t ? place__rec(t) : NULL;
+
+	return r && r->magic == PLACE_TASK_MAGIC ? r : NULL;
+}
+
+/* ---- workers ----------------------------------------------------------- */
+
+static int bind_caller(int cpu)
+{
+	cpu_set_t *set = CPU_ALLOC((size_t)cpu + 1);
+	size_t size = CPU_ALLOC_SIZE((size_t)cpu + 1);
+	int err = 0;
+
+	if (!set)
+		return -ENOMEM;
+	CPU_ZERO_S(size, set);
+	CPU_SET_S((size_t)cpu, size, set);
+	if (sched_setaffinity(0, size, set))
+		err = place__fail(-errno, "sched_setaffinity(cpu %d) failed", cpu);
+	CPU_FREE(set);
+	return err;
+}
+
+PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags)
+{
+	int d, err;
+	struct place_cpu *c;
+	uint64_t before;
+
+	if (!p || (flags & ~PLACE_WORKER_BIND))
+		return -EINVAL;
+	if ((d = place__dense(p, cpu)) < 0)
+		return -ENODEV;
+	c = &p->cpu[d];
+	if (place__state(p, d) & PLACE_ST_REGISTERED)
+		return -EEXIST;
+	if ((flags & PLACE_WORKER_BIND) && (err = bind_caller(cpu)))
+		return err;
+	/* A fresh worker: idle, running nothing. Claims and queued tasks from
+	 * before survive (their tasks may still arrive). */
+	place_store_32(&c->running, 0);
+	place_store_ptr((void **)&c->curr, NULL);
+	place_store_64(&c->curr_avg_ns, 0);
+	place_store_64(&c->busy_since, 0);
+	place_store_32(&c->scan_sibling, 0);
+	before = place__st_change(&c->state, PLACE_ST_REGISTERED | PLACE_ST_IDLE, 0);
+	if (before & PLACE_ST_REGISTERED)
+		return -EEXIST; /* lost a race with another register of cpu */
+	place_add_64(&p->llc[p->map[d].llc].nr_registered, 1);
+	if (place__st_available(before | PLACE_ST_REGISTERED | PLACE_ST_IDLE))
+		place__idle_publish(p, d);
+	return 0;
+}
+
+PLACE_EXTERN int place_worker_unregister(place *p, int cpu)
+{
+	int d = place__worker_cpu(p, cpu);
+	const struct place_cpu_map *m;
+
+	if (d < 0)
+		return d;
+	m = &p->map[d];
+	place__st_change(&p->cpu[d].state, 0, PLACE_ST_REGISTERED | PLACE_ST_IDLE);
+	place_store_32(&p->cpu[d].running, 0);
+	place_store_ptr((void **)&p->cpu[d].curr, NULL);
+	place_add_64(&p->llc[m->llc].nr_registered, (uint64_t)-1);
+	/* Its bit may have stood for an idle sibling (the core granule): clear
+	 * it and let the available siblings publish themselves. */
+	if (p->policy == PLACE_POLICY_EXACT)
+		place__exact_unpublish(p, d);
+	else if (p->policy == PLACE_POLICY_SIS_CORE && place_mask_clear(p->llc[m->llc].icpus, m->pos))
+		for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
+			int sib = place__llc_cpu(p, m->llc, pos);
+
+			if (sib != d && place__st_available(place__state(p, sib)))
+				place__idle_publish(p, sib);
+		}
+	return 0;
+}
+
+/* ---- tasks ------------------------------------------------------------- */
+
+_Static_assert(sizeof(place_task) == sizeof(void *) + sizeof(void *) + sizeof(size_t) + 12 * 8,
+	       "place_task layout is ABI");
+
+PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group)
+{
+	struct place_task_rec *r;
+
+	if (!t)
+		return;
+	t->cpus = NULL;
+	t->cpus_size = 0;
+	memset(t->priv, 0, sizeof(t->priv));
+	r = place__rec(t);
+	r->magic = PLACE_TASK_MAGIC;
+	r->prev_cpu = -1;
+	r->recent_used_cpu = -1;
+	r->queued_cpu = -1;
+	r->cookie = cookie;
+	r->group = group;
+}
+
+PLACE_EXTERN int place_task_set_cpus(place_task *t, const cpu_set_t *set, size_t size)
+{
+	if (!place__task_rec(t) || (set && !size))
+		return -EINVAL;
+	t->cpus = set;
+	t->cpus_size = set ? size : 0;
+	return 0;
+}
+
+PLACE_EXTERN size_t place_task_size(void)
+{
+	return sizeof(place_task);
+}

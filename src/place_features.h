@@ -1,0 +1,22 @@
+/*
+ * (Not features.h: that name is glibc's <features.h>, which src/ on the
+ * include path would shadow.)
+ *
+ * The feature switches, one line each with its trade-off, like the kernel's
+ * kernel/sched/features.h. The bits themselves are public (PLACE_FEAT_* in
+ * place.h); this table names them and checks that PLACE_FEAT_ALL covers
+ * exactly these. Include with PLACE_FEAT(NAME, WHY) defined.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+/* Two concurrent wakeups never pick the same idle CPU; costs one CAS on the chosen CPU's line. */
+PLACE_FEAT(CLAIM, "claim the returned idle CPU with one CAS")
+/* Finds idle CPUs the core-granule mask leaves out; costs probing SMT siblings on fail-prone scans. */
+PLACE_FEAT(SCAN_SIBLING, "fail-prone scans also probe SMT siblings and repair false positives")
+/* Keeps producer/consumer pairs cache-hot; only with one running task, or wakees pile up (seed 000). */
+PLACE_FEAT(SHORT_AFFINE, "wake onto a waker that runs exactly one short task")
+/* A 1:N waker (dispatcher) would drag all its wakees into its LLC; wakee flips detect it. */
+PLACE_FEAT(WAKE_WIDE, "no wake-affine for wakers that flip between many wakees")
+/* Stops fruitless scans of a nearly busy LLC; may miss the last idle CPU above ~85% busy. */
+PLACE_FEAT(SIS_UTIL, "bound the idle-CPU scan by the LLC's utilization")

@@ -1,0 +1,537 @@
+/*
+ * The wakeup path: wake_wide and wake_affine choose a target, then
+ * select_idle_sibling looks for an idle CPU around it, in the kernel's order
+ * (kernel/sched/fair.c, with seed 001's SIS_CORE, repair and sibling rescan,
+ * and seed 000's short-task rule), and claims what it finds.
+ *
+ * Every step honours registration and the task's cpu_set_t. Lock-free and
+ * allocation-free; the only exact step is the claim CAS (idle.h). Everything
+ * else reads hints and is allowed to be wrong for a moment.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+
+#include "idle.h"
+#include "internal.h"
+
+#define PLACE_WAKE_FLAGS (PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW)
+#define FLIP_DECAY_NS UINT64_C(1000000000) /* wakee flips halve every second, as the kernel's HZ */
+#define IMBALANCE_PCT 117                  /* the kernel's LLC-level sd->imbalance_pct */
+
+/* One wakeup in progress (dense CPU indexes, -1 for none). */
+struct wake {
+	struct place *p;
+	place_task *t;
+	struct place_task_rec *r;
+	unsigned flags;
+	bool claim;   /* claim the CPU we return */
+	int waker;    /* the waking worker's CPU */
+	int prev;     /* where t last ran, if still usable */
+	int target;   /* wake_affine's choice: the fallback */
+	int cpu;      /* the CPU found */
+	uint32_t gen; /* its claim */
+	uint64_t probes, lost, false_pos;
+};
+
+static const struct place_cpu_map *map_of(const struct wake *w, int cpu)
+{
+	return &w->p->map[cpu];
+}
+
+static bool same_llc(const struct wake *w, int a, int b)
+{
+	return map_of(w, a)->llc == map_of(w, b)->llc;
+}
+
+static uint64_t probe(struct wake *w, int cpu)
+{
+	w->probes++;
+	return place__state(w->p, cpu);
+}
+
+/* May t go to cpu at all: allowed and served by a worker. */
+static bool usable(struct wake *w, int cpu)
+{
+	return place__allowed(w->p, w->t, cpu) && (probe(w, cpu) & PLACE_ST_REGISTERED);
+}
+
+static uint32_t nr_running(const struct wake *w, int cpu, uint64_t state)
+{
+	return place_load_32(&w->p->cpu[cpu].running) + place__st_queued(state);
+}
+
+/* cpu was seen available in state s: make it ours (claim unless answering
+ * only). A lost claim means someone else got it: the caller moves on. */
+static bool take_seen(struct wake *w, int cpu, uint64_t s)
+{
+	if (!place__st_available(s))
+		return false;
+	if (w->claim && !place__st_claim(&w->p->cpu[cpu].state, s, &w->gen)) {
+		w->lost++;
+		return false;
+	}
+	if (w->claim && w->p->policy == PLACE_POLICY_EXACT)
+		place__exact_unpublish(w->p, cpu); /* claimed is not idle */
+	w->cpu = cpu;
+	return true;
+}
+
+static bool take(struct wake *w, int cpu)
+{
+	return place__allowed(w->p, w->t, cpu) && take_seen(w, cpu, probe(w, cpu));
+}
+
+/* ---- wake_wide / wake_affine ------------------------------------------- */
+
+/* The waker is the task running on the waker's CPU; its flips count how often
+ * it switches wakee. Only that worker's thread gets here with that CPU. */
+static struct place_task_rec *waker_rec(struct wake *w)
+{
+	place_task *curr = w->p->cpu[w->waker].curr;
+
+	return curr ? place__task_rec(curr) : NULL;
+}
+
+static void record_wakee(struct wake *w, struct place_task_rec *wr)
+{
+	/* The start of the waker's current run stands in for "now": off by at
+	 * most one run, against a one-second decay, and no clock read. */
+	uint64_t now = w->p->cpu[w->waker].run_start;
+
+	if (now - wr->flip_decay_ns > FLIP_DECAY_NS) {
+		wr->wakee_flips >>= 1;
+		wr->flip_decay_ns = now;
+	}
+	if (wr->last_wakee != w->t) {
+		wr->last_wakee = w->t;
+		wr->wakee_flips++;
+	}
+}
+
+/* A 1:N waker: both flip counts high, one much higher (kernel wake_wide()). */
+static bool wake_wide(struct wake *w, const struct place_task_rec *wr)
+{
+	uint32_t master = wr->wakee_flips, slave = w->r->wakee_flips;
+	uint32_t factor = (uint32_t)w->p->llc[map_of(w, w->waker)->llc].weight;
+
+	if (master < slave) {
+		uint32_t tmp = master;
+
+		master = slave;
+		slave = tmp;
+	}
+	return !(slave < factor || master < (uint64_t)slave * factor);
+}
+
+static bool is_short(const struct wake *w, int cpu)
+{
+	uint64_t avg = place_load_64(&w->p->cpu[cpu].curr_avg_ns);
+
+	return avg && avg < w->p->short_task_ns;
+}
+
+/* wake_affine_weight() with task counts for loads: move the wakee to the
+ * waker unless that makes the waker busier than prev by the LLC imbalance. */
+static bool affine_by_load(uint32_t this_nr, uint32_t prev_nr, bool sync)
+{
+	uint64_t this_load = this_nr + 1 - (sync && this_nr ? 1 : 0);
+	uint64_t prev_load = prev_nr;
+
+	return this_load * 100 < prev_load * (100 + (IMBALANCE_PCT - 100) / 2) + (sync ? 1 : 0);
+}
+
+/* Waker or prev (kernel wake_affine_idle(), then the load comparison). */
+static int wake_affine(struct wake *w)
+{
+	int this = w->waker, prev = w->prev;
+	bool sync = w->flags & PLACE_WAKE_SYNC;
+	uint64_t ts = probe(w, this), ps = probe(w, prev);
+	uint32_t this_nr = nr_running(w, this, ts);
+
+	if (place__st_available(ts) && same_llc(w, this, prev))
+		return place__st_available(ps) ? prev : this;
+	if (sync && this_nr == 1)
+		return this;
+	if (place__st_available(ps))
+		return prev;
+	/* Seed 000: only with exactly one task there, else wakees pile up. */
+	if (place__feat(w->p, PLACE_FEAT_SHORT_AFFINE) && this_nr == 1 && is_short(w, this))
+		return this;
+	return affine_by_load(this_nr, nr_running(w, prev, ps), sync) ? this : prev;
+}
+
+/* No usable prev (a new task): start in the LLC with the most available
+ * CPUs, the waker's on a tie, as the kernel's fork balancing picks the
+ * idlest group; in it, on a whole idle core if there is one. A slow path:
+ * it reads every state once. */
+static int new_target(struct wake *w)
+{
+	const struct place *p = w->p;
+	int best = -1, best_idle = -1;
+
+	for (int l = 0; l < p->topo->nr_llcs; l++) {
+		int first = -1, first_idle = -1, first_core = -1, idle = 0;
+
+		for (int pos = 0; pos < p->llc[l].weight; pos++) {
+			int cpu = place__llc_cpu(p, l, pos);
+			uint64_t s;
+
+			if (!place__allowed(p, w->t, cpu))
+				continue;
+			s = probe(w, cpu);
+			if (!(s & PLACE_ST_REGISTERED))
+				continue;
+			if (first < 0)
+				first = cpu;
+			if (!place__st_available(s))
+				continue;
+			if (idle++ == 0)
+				first_idle = cpu;
+			if (first_core < 0 && place__core_available(p, cpu))
+				first_core = cpu;
+		}
+		if (first < 0)
+			continue;
+		if (idle > best_idle || (idle == best_idle && w->waker >= 0 &&
+					 map_of(w, w->waker)->llc == l)) {
+			best_idle = idle;
+			best = first_core >= 0 ? first_core : first_idle >= 0 ? first_idle : first;
+		}
+	}
+	return best;
+}
+
+static int wake_target(struct wake *w)
+{
+	bool affine = w->waker >= 0 && usable(w, w->waker);
+	struct place_task_rec *wr = affine ? waker_rec(w) : NULL;
+
+	if (wr && place__feat(w->p, PLACE_FEAT_WAKE_WIDE) && !(w->flags & PLACE_WAKE_NOCLAIM)) {
+		record_wakee(w, wr);
+		affine = !wake_wide(w, wr);
+	}
+	if (w->prev < 0)
+		return new_target(w);
+	if (affine && w->waker != w->prev && wake_affine(w) == w->waker) {
+		place__count(w->p, w->waker, 0, PLACE_STAT_affine_wakeups, 1);
+		return w->waker;
+	}
+	return w->prev;
+}
+
+/* ---- the LLC scan ------------------------------------------------------ */
+
+/*
+ * False-positive repair (seed 001 patch 4): cpu's bit is set but nothing in
+ * its core is available. Clear it, then look at the core again: a sibling
+ * may have entered idle between our probes and the clear and, seeing this
+ * bit still set, not set its own. idle_enter sets IDLE then reads the mask;
+ * we clear the bit then read the states (both sequentially consistent): one
+ * of the two sees the other, so an idle core never drops out of the mask.
+ */
+static void repair(struct wake *w, int cpu)
+{
+	const struct place_cpu_map *m = map_of(w, cpu);
+	struct place_llc *llc = &w->p->llc[m->llc];
+
+	if (!place_mask_clear(llc->icpus, m->pos))
+		return;
+	w->false_pos++;
+	place_fence_rmw_load(); /* the clear before the state loads; pairs with idle_enter */
+	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
+		int sib = place__llc_cpu(w->p, m->llc, pos);
+
+		if (place__st_available(probe(w, sib))) {
+			place_mask_set(llc->icpus, pos);
+			return;
+		}
+	}
+}
+
+/*
+ * Idle-core step for the mask CPU cpu (kernel select_idle_core()): claim cpu
+ * if its whole core is available. Else remember one available allowed
+ * sibling as *fallback; a core with nothing available is a false positive.
+ * After a lost claim the core is no longer idle: the scan moves on.
+ */
+static bool scan_core(struct wake *w, int cpu, int *fallback)
+{
+	const struct place_cpu_map *m = map_of(w, cpu);
+	uint64_t own = 0;
+	bool idle = true, any = false;
+
+	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
+		int sib = place__llc_cpu(w->p, m->llc, pos);
+		uint64_t s = probe(w, sib);
+
+		if (sib == cpu)
+			own = s;
+		if (!place__st_available(s)) {
+			idle = false;
+			if (*fallback >= 0)
+				return false; /* not idle, and nothing here we need */
+			continue;
+		}
+		any = true;
+		if (*fallback < 0 && place__allowed(w->p, w->t, sib))
+			*fallback = sib;
+	}
+	if (idle)
+		return take_seen(w, cpu, own);
+	if (!any && w->p->policy == PLACE_POLICY_SIS_CORE)
+		repair(w, cpu);
+	return false;
+}
+
+/*
+ * Fail-prone step (select_idle_smt(p, cpu, icpus, 0) of seed 001): cpu or
+ * one of its SMT siblings, the true negatives that the core granule keeps
+ * out of the mask. A core with nothing available is repaired.
+ */
+static bool scan_smt(struct wake *w, int cpu)
+{
+	const struct place_cpu_map *m = map_of(w, cpu);
+	bool any = false;
+
+	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
+		int sib = place__llc_cpu(w->p, m->llc, pos);
+		uint64_t s = probe(w, sib);
+
+		if (!place__st_available(s))
+			continue;
+		any = true;
+		if (place__allowed(w->p, w->t, sib) && take_seen(w, sib, s))
+			return true;
+	}
+	if (!any)
+		repair(w, cpu);
+	return false;
+}
+
+/* An idle SMT sibling of prev, prev excluded (kernel select_idle_smt(p, prev, NULL, 1)). */
+static bool prev_sibling(struct wake *w)
+{
+	const struct place_cpu_map *m = map_of(w, w->prev);
+
+	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
+		int sib = place__llc_cpu(w->p, m->llc, pos);
+
+		if (sib != w->prev && take(w, sib))
+			return true;
+	}
+	return false;
+}
+
+static bool has_idle_core(const struct wake *w, const struct place_llc *llc)
+{
+	if (!llc->smt)
+		return false;
+	if (w->p->policy == PLACE_POLICY_EXACT)
+		return place_mask_next(llc->icores, llc->weight, 0) >= 0;
+	return place_load_32(&llc->has_idle_cores) != 0;
+}
+
+/* EXACT (sched_ext style): the masks hold exactly the available CPUs and
+ * whole cores, so every bit visited is a real candidate; no bound, no repair. */
+static enum place_stat_id scan_exact(struct wake *w, struct place_llc *llc, bool core)
+{
+	int start = map_of(w, w->target)->pos + 1;
+	struct place_mask_iter it = place_mask_iter_init(llc->icores, llc->weight, start);
+	int pos;
+
+	while (core && (pos = place_mask_iter_next(&it)) >= 0) {
+		int cpu = place__llc_cpu(w->p, map_of(w, w->target)->llc, pos);
+
+		for (int i = 0; i < map_of(w, cpu)->smt; i++)
+			if (take(w, place__llc_cpu(w->p, map_of(w, cpu)->llc, pos + i)))
+				return PLACE_STAT_hit_idle_core;
+	}
+	it = place_mask_iter_init(llc->icpus, llc->weight, start);
+	while ((pos = place_mask_iter_next(&it)) >= 0)
+		if (take(w, place__llc_cpu(w->p, map_of(w, w->target)->llc, pos)))
+			return PLACE_STAT_hit_idle_cpu;
+	return PLACE_STAT_hit_fallback;
+}
+
+static void set_scan_sibling(struct wake *w)
+{
+	uint32_t *mark = &w->p->cpu[w->target].scan_sibling;
+
+	if (!place_load_32(mark)) {
+		place_store_32(mark, 1);
+		place__count(w->p, w->waker, map_of(w, w->target)->llc, PLACE_STAT_fail_prone_marks, 1);
+	}
+}
+
+/*
+ * select_idle_cpu() of seed 001 over the target's LLC: SIS_CORE iterates the
+ * core-granule mask, LINEAR every CPU, both from target + 1 with wraparound.
+ * With an idle core hinted: a full scan for a whole idle core (the depth
+ * bound does not apply, seed patch 2). Otherwise at most nr_idle_scan
+ * candidates (SIS_UTIL); a fail-prone target also probes siblings.
+ */
+static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
+{
+	const struct place_cpu_map *tm = map_of(w, w->target);
+	struct place_llc *llc = &w->p->llc[tm->llc];
+	bool sis_core = w->p->policy == PLACE_POLICY_SIS_CORE, scan_sibling = false;
+	int nr = INT_MAX, fallback = -1, pos;
+	struct place_mask_iter it;
+
+	if (w->p->policy == PLACE_POLICY_EXACT)
+		return scan_exact(w, llc, core);
+	if (place__feat(w->p, PLACE_FEAT_SIS_UTIL) && !core) {
+		nr = (int)place_load_32(&llc->nr_idle_scan) + 1; /* !--nr stops the scan */
+		if (nr == 1)
+			return PLACE_STAT_hit_fallback; /* overloaded: unlikely to find one */
+	}
+	if (sis_core && place__feat(w->p, PLACE_FEAT_SCAN_SIBLING))
+		scan_sibling = place_cas_32(&w->p->cpu[w->target].scan_sibling, 1, 0);
+
+	it = place_mask_iter_init(sis_core ? llc->icpus : llc->span, llc->weight, tm->pos + 1);
+	while ((pos = place_mask_iter_next(&it)) >= 0) {
+		int cpu = place__llc_cpu(w->p, tm->llc, pos);
+
+		if (!place__allowed(w->p, w->t, cpu) || (core && !sis_core && pos != map_of(w, cpu)->core_lo))
+			continue; /* LINEAR visits each core once in core mode */
+		if (!--nr)
+			break;
+		if (core ? scan_core(w, cpu, &fallback) : scan_sibling ? scan_smt(w, cpu) : take(w, cpu))
+			return core ? PLACE_STAT_hit_idle_core
+			       : w->cpu == cpu ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_sibling;
+	}
+	if (core && place_load_32(&llc->has_idle_cores))
+		place_store_32(&llc->has_idle_cores, 0); /* a full scan found no idle core */
+	if (fallback >= 0)
+		return take(w, fallback) ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_fallback;
+	/* A full core or fail-prone scan already cleared every busy core it met
+	 * (that is the seed's "clear the mask"); a partial one marks the target. */
+	if (sis_core && !(nr > 0 && (core || scan_sibling)))
+		set_scan_sibling(w);
+	return PLACE_STAT_hit_fallback;
+}
+
+/* The kernel's select_idle_sibling() order. Returns the level that found
+ * w->cpu, or hit_fallback. */
+static enum place_stat_id select_idle_sibling(struct wake *w)
+{
+	int target = w->target, prev = w->prev;
+	int recent = place__dense(w->p, w->r->recent_used_cpu);
+	bool core;
+
+	if (take(w, target))
+		return PLACE_STAT_hit_target;
+	if (prev >= 0 && prev != target && same_llc(w, prev, target) && take(w, prev))
+		return PLACE_STAT_hit_prev;
+	if (!(w->flags & PLACE_WAKE_NOCLAIM))
+		w->r->recent_used_cpu = prev >= 0 ? map_of(w, prev)->os : -1;
+	if (recent >= 0 && recent != prev && recent != target && same_llc(w, recent, target) &&
+	    take(w, recent))
+		return PLACE_STAT_hit_recent;
+	core = has_idle_core(w, &w->p->llc[map_of(w, target)->llc]);
+	if (!core && prev >= 0 && same_llc(w, prev, target) && prev_sibling(w))
+		return PLACE_STAT_hit_prev_smt;
+	return select_idle_cpu(w, core);
+}
+
+/* ---- the public calls -------------------------------------------------- */
+
+/* A task still counted on some CPU from an earlier wakeup that never ran
+ * (delivered nowhere, not released): drop that first. */
+static void drop_stale_delivery(struct place *p, struct place_task_rec *r)
+{
+	int from = place__dense(p, r->queued_cpu);
+	uint64_t before, after;
+
+	if (from >= 0) {
+		before = place__st_deliver(&p->cpu[from].state, false, true, r->claim_gen, &after);
+		place__after_delivery(p, from, before, after);
+	}
+	r->queued_cpu = -1;
+	r->claim_gen = 0;
+}
+
+static int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	if (!p || !(w->r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) ||
+	    (t->cpus && !t->cpus_size))
+		return -EINVAL;
+	w->waker = place__dense(p, waker_cpu);
+	if (waker_cpu != PLACE_CPU_NONE && w->waker < 0)
+		return -ENODEV;
+	w->p = p;
+	w->t = t;
+	w->flags = flags;
+	w->claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
+	w->prev = (flags & PLACE_WAKE_NEW) ? -1 : place__dense(p, w->r->prev_cpu);
+	if (w->prev >= 0 && !usable(w, w->prev))
+		w->prev = -1;
+	w->cpu = -1;
+	w->gen = 0;
+	w->probes = w->lost = w->false_pos = 0;
+	return 0;
+}
+
+/* Account the answer: the task is now counted on w->cpu (unless answering
+ * only), and the statistics of this wakeup go to the waker's slot. */
+static int wake_commit(struct wake *w, enum place_stat_id level)
+{
+	struct place *p = w->p;
+	int llc = map_of(w, w->cpu)->llc;
+
+	if (!(w->flags & PLACE_WAKE_NOCLAIM)) {
+		if (!w->gen)
+			place__st_enqueue(&p->cpu[w->cpu].state);
+		w->r->queued_cpu = map_of(w, w->cpu)->os;
+		w->r->claim_gen = w->gen;
+	}
+	place__count(p, w->waker, llc, PLACE_STAT_wakeups, 1);
+	place__count(p, w->waker, llc, level, 1);
+	place__count(p, w->waker, llc, PLACE_STAT_cpus_probed, w->probes);
+	if (w->gen)
+		place__count(p, w->waker, llc, PLACE_STAT_claims, 1);
+	if (w->lost)
+		place__count(p, w->waker, llc, PLACE_STAT_lost_claims, w->lost);
+	if (w->false_pos)
+		place__count(p, w->waker, llc, PLACE_STAT_false_positives, w->false_pos);
+	return map_of(w, w->cpu)->os;
+}
+
+PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	struct wake w;
+	enum place_stat_id level;
+	int err = wake_init(&w, p, t, waker_cpu, flags);
+
+	if (err)
+		return err;
+	if (w.r->queued_cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM))
+		drop_stale_delivery(p, w.r);
+	w.target = wake_target(&w);
+	if (w.target < 0)
+		return -ESRCH;
+	level = select_idle_sibling(&w);
+	if (level == PLACE_STAT_hit_fallback)
+		w.cpu = w.target; /* nothing idle: stack on the target */
+	return wake_commit(&w, level);
+}
+
+PLACE_EXTERN int place_claim_release(place *p, int cpu)
+{
+	int d = place__worker_cpu(p, cpu);
+	uint64_t after;
+
+	if (d == -ENOENT)
+		d = place__dense(p, cpu); /* a claim may outlive its worker */
+	if (d < 0)
+		return d;
+	if (!place__st_release(&p->cpu[d].state, &after))
+		return -ENOENT;
+	place__after_delivery(p, d, PLACE_ST_CLAIMED, after);
+	place__count(p, -1, p->map[d].llc, PLACE_STAT_claims_released, 1);
+	return 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * Statistics, schedstat-like. Counters live in per-CPU slots written by that
+ * CPU's worker (its wakeups, its edges) and per-LLC external slots for what
+ * other threads do (wakeups by non-workers, claim releases): no counter line
+ * is shared by all wakeups. place_stats_read sums them without stopping the
+ * writers: each counter is exact, the set is not one snapshot.
+ *
+ * Where a wakeup counts: in the waker's LLC when the waker is a worker
+ * (schedstat counts ttwu on the waking CPU), else in the LLC it placed the
+ * task in.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* place_stats and the slots share one list; the public struct keeps the
+ * order of PLACE_STATS and reserves the rest. */
+#define PLACE_STAT_OFFSET(name)                                                                    \
+	_Static_assert(offsetof(place_stats, name) == PLACE_STAT_##name * sizeof(uint64_t),        \
+		       "place_stats." #name " follows PLACE_STATS");
+PLACE_STATS(PLACE_STAT_OFFSET)
+#undef PLACE_STAT_OFFSET
+_Static_assert(PLACE_NR_STATS * sizeof(uint64_t) <= offsetof(place_stats, reserved),
+	       "every statistic has a place_stats field");
+
+static void add_slot(uint64_t *sum, const struct place_stat_slot *s)
+{
+	for (int i = 0; i < PLACE_NR_STATS; i++)
+		sum[i] += place_load_64(&s->v[i]);
+}
+
+static void add_llc(uint64_t *sum, const struct place *p, int l)
+{
+	const struct place_topo *t = p->topo;
+
+	for (int i = t->llc_start[l]; i < t->llc_start[l + 1]; i++)
+		add_slot(sum, &p->slot[t->llc_cpus[i]]);
+	add_slot(sum, &p->ext[l]);
+}
+
+PLACE_EXTERN int place_stats_read(const place *p, int llc, place_stats *out)
+{
+	uint64_t sum[PLACE_NR_STATS] = { 0 };
+
+	if (!p || !out)
+		return -EINVAL;
+	if (llc < -1 || llc >= p->topo->nr_llcs)
+		return -ERANGE;
+	for (int l = 0; l < p->topo->nr_llcs; l++)
+		if (llc == -1 || llc == l)
+			add_llc(sum, p, l);
+	memset(out, 0, sizeof(*out));
+	memcpy(out, sum, sizeof(sum));
+	return 0;
+}

@@ -1,0 +1,567 @@
+/*
+ * The placement engine, scenario by scenario (issue 3 "Tests"): SIS_CORE's
+ * core-granule mask, false-positive repair and sibling rescan, the claim,
+ * wake_affine with SYNC and the short-task rule, the SIS_UTIL bound, and
+ * registration and cpu_set_t on every policy. Deterministic: an injected
+ * clock, synthetic topologies, no threads.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "test_engine.h"
+#include "testlib.h"
+
+static const int policies[] = { PLACE_POLICY_SIS_CORE, PLACE_POLICY_LINEAR, PLACE_POLICY_EXACT };
+static const char *const policy_name[] = { "SIS_CORE", "LINEAR", "EXACT" };
+
+START_TEST(t_print_topology)
+{
+	struct env e;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	printf("topology %s:", place_topo_source(e.topo));
+	for (int i = 0; i < e.nr_cpus; i++) {
+		place_cpu_info ci;
+
+		ck_assert_int_eq(place_topo_cpu_info(e.topo, i, &ci), 0);
+		printf(" cpu%d(core %d llc %d)", ci.cpu, ci.core, ci.llc);
+		ck_assert_int_eq(ci.core, i / 2); /* the tests below rely on this numbering */
+	}
+	printf("\n");
+	env_close(&e);
+}
+END_TEST
+
+/* Every CPU idle: four claimed wakeups take four different cores, whether
+ * the tasks are new or all last ran on CPU 0. Policy by policy. */
+START_TEST(t_four_wakeups_four_cores)
+{
+	for (int new = 0; new < 2; new++) {
+		struct env e;
+		bool core_used[4] = { false };
+
+		env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+		for (int i = 0; i < 4; i++) {
+			place_task *t = new ? &e.task[i] : env_task_on(&e, i, 0);
+			int cpu = env_wake(&e, t, PLACE_CPU_NONE, new ? PLACE_WAKE_NEW : 0);
+
+			ck_assert_msg(!core_used[env_core_of(&e, cpu)], "%s new=%d wakeup %d: cpu %d on a used core",
+				      policy_name[_i], new, i, cpu);
+			core_used[env_core_of(&e, cpu)] = true;
+			ck_assert(env_state(&e, cpu) & PLACE_ST_CLAIMED);
+		}
+		ck_assert_uint_eq(env_stats(&e).claims, 4);
+		env_close(&e);
+	}
+}
+END_TEST
+
+/* Make every CPU busy and let one full idle-core scan find nothing: it
+ * empties the mask and clears has_idle_cores (seed 001 patch 4). */
+static void all_busy_then_empty_mask(struct env *e)
+{
+	for (int cpu = 0; cpu < e->nr_cpus; cpu++)
+		env_run(e, cpu, &e->task[32 + cpu]);
+	ck_assert_uint_eq(env_mask(e, 0), 0xff); /* starts full; busy clears nothing */
+	ck_assert_uint_eq(env_llc(e, 0)->has_idle_cores, 1);
+	ck_assert_int_eq(env_wake(e, env_task_on(e, 0, 0), PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM), 0);
+	ck_assert_uint_eq(env_mask(e, 0), 0);
+	ck_assert_uint_eq(env_llc(e, 0)->has_idle_cores, 0);
+	ck_assert_uint_eq(env_stats(e).false_positives, 8);
+}
+
+START_TEST(t_full_failed_core_scan_clears_mask)
+{
+	struct env e;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	all_busy_then_empty_mask(&e);
+	ck_assert_uint_eq(env_stats(&e).hit_fallback, 1);
+	env_close(&e);
+}
+END_TEST
+
+/* After idle entries the mask holds at most one CPU per core, whatever the
+ * order in which the siblings park, and every idle core has its bit. */
+START_TEST(t_core_granule)
+{
+	static const int order[][8] = { { 0, 1, 2, 3, 4, 5, 6, 7 },
+					{ 7, 6, 5, 4, 3, 2, 1, 0 },
+					{ 1, 3, 0, 2, 5, 7, 4, 6 } };
+	struct env e;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	all_busy_then_empty_mask(&e);
+	for (size_t i = 0; i < sizeof(order[_i]) / sizeof(order[_i][0]); i++) {
+		int cpu = order[_i][i];
+
+		env_park(&e, cpu, &e.task[32 + cpu]);
+		for (int core = 0; core < 4; core++)
+			ck_assert_msg(((env_mask(&e, 0) >> (2 * core)) & 3) != 3, "core %d has two bits: mask %#lx",
+				      core, (unsigned long)env_mask(&e, 0));
+	}
+	for (int core = 0; core < 4; core++)
+		ck_assert_msg((env_mask(&e, 0) >> (2 * core)) & 3, "idle core %d has no bit", core);
+	ck_assert_uint_eq(env_llc(&e, 0)->has_idle_cores, 1);
+	env_close(&e);
+}
+END_TEST
+
+/* A CPU with a pending wakeup does not enter the mask (seed 001 patch 1). */
+START_TEST(t_pending_skips_mask)
+{
+	struct env e;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	all_busy_then_empty_mask(&e);
+	/* Everything busy: the wakeup stacks on prev (CPU 2) */
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 2), PLACE_CPU_NONE, 0), 2);
+	ck_assert_uint_eq(env_stats(&e).hit_fallback, 2);
+	env_park(&e, 2, &e.task[34]);
+	ck_assert_uint_eq(env_mask(&e, 0), 0);
+	ck_assert(!env_available(&e, 2));
+	/* the stacked task starts: now the CPU is busy, and when it parks, idle */
+	env_run(&e, 2, &e.task[1]);
+	env_park(&e, 2, &e.task[1]);
+	ck_assert_uint_eq(env_mask(&e, 0), 1u << 2);
+	env_close(&e);
+}
+END_TEST
+
+/*
+ * False positive and true negative. Mask {0, 2, 4, 6}; every CPU busy but 5,
+ * which the core granule keeps out of the mask (its sibling 4 has the bit).
+ * A first scan from CPU 0 fails and marks it fail-prone; the next one from
+ * there probes siblings: it clears 2 (whole core busy: a false positive),
+ * keeps 4 (its core is not all busy) and finds 5.
+ */
+START_TEST(t_repair_and_sibling_rescan)
+{
+	struct env e;
+	place_stats before, after;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	all_busy_then_empty_mask(&e);
+	for (int cpu = 0; cpu < 8; cpu += 2) { /* each core once: one bit each, no idle core */
+		env_park(&e, cpu, &e.task[32 + cpu]);
+		env_run(&e, cpu, &e.task[32 + cpu]);
+	}
+	env_park(&e, 5, &e.task[37]);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x55);
+	ck_assert_uint_eq(env_llc(&e, 0)->has_idle_cores, 0);
+
+	before = env_stats(&e);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 0), PLACE_CPU_NONE, 0), 0); /* stacked */
+	after = env_stats(&e);
+	ck_assert_uint_eq(after.hit_fallback - before.hit_fallback, 1);
+	ck_assert_uint_eq(after.fail_prone_marks - before.fail_prone_marks, 1);
+	ck_assert_uint_eq(e.p->cpu[0].scan_sibling, 1);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x55); /* a plain scan repairs nothing */
+
+	before = after;
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 0), PLACE_CPU_NONE, 0), 5);
+	after = env_stats(&e);
+	ck_assert_uint_eq(e.p->cpu[0].scan_sibling, 0); /* consumed */
+	ck_assert_uint_eq(after.hit_sibling - before.hit_sibling, 1);
+	ck_assert_uint_eq(after.false_positives - before.false_positives, 1);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x51); /* bit 2 gone, 4 kept */
+	ck_assert(env_state(&e, 5) & PLACE_ST_CLAIMED);
+
+	/* Without SCAN_SIBLING the idle CPU stays out of reach. */
+	env_close(&e);
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_SCAN_SIBLING, true);
+	all_busy_then_empty_mask(&e);
+	for (int cpu = 0; cpu < 8; cpu += 2) {
+		env_park(&e, cpu, &e.task[32 + cpu]);
+		env_run(&e, cpu, &e.task[32 + cpu]);
+	}
+	env_park(&e, 5, &e.task[37]);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 0), PLACE_CPU_NONE, 0), 0);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 0), PLACE_CPU_NONE, 0), 0);
+	env_close(&e);
+}
+END_TEST
+
+/* Two wakeups never return the same idle CPU while idle CPUs remain: eight
+ * wakeups from mixed wakers and prevs take eight different CPUs. */
+START_TEST(t_no_two_wakeups_same_cpu)
+{
+	struct env e;
+	bool used[8] = { false };
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	for (int i = 0; i < 8; i++) {
+		int waker = i % 3 == 0 ? PLACE_CPU_NONE : (i * 5) % 8;
+		place_task *t = env_task_on(&e, i, (i * 3) % 8);
+		int cpu = env_wake(&e, t, waker, i % 2 ? PLACE_WAKE_SYNC : 0);
+
+		ck_assert_msg(!used[cpu], "%s wakeup %d got cpu %d again", policy_name[_i], i, cpu);
+		used[cpu] = true;
+	}
+	ck_assert_uint_eq(env_stats(&e).hit_fallback, 0);
+	/* all eight claimed: the ninth has nothing idle and stacks */
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 9, 3), PLACE_CPU_NONE, 0), 3);
+	ck_assert_uint_eq(env_stats(&e).hit_fallback, 1);
+	env_close(&e);
+}
+END_TEST
+
+/*
+ * Wake-affine across LLCs. LLC 0 (CPUs 0-3) all busy, the waker on CPU 0
+ * running one task; the wakee last ran on CPU 5 (busy) in LLC 1, where 6
+ * and 7 are idle. SYNC: the waker is about to sleep -> wake onto it (it is
+ * the fallback of LLC 0). Without SYNC the load comparison keeps it near
+ * prev, and SIS finds 6 or 7.
+ */
+static void affine_setup(struct env *e, unsigned feat)
+{
+	env_open(e, TOPO_2LLC, PLACE_POLICY_SIS_CORE, feat, true);
+	for (int cpu = 0; cpu < 6; cpu++)
+		env_run(e, cpu, &e->task[32 + cpu]);
+}
+
+START_TEST(t_sync_goes_to_waker)
+{
+	struct env e;
+	int cpu;
+
+	affine_setup(&e, PLACE_FEAT_DEFAULT);
+	cpu = env_wake(&e, env_task_on(&e, 1, 5), 0, PLACE_WAKE_SYNC);
+	ck_assert_int_eq(cpu, 0);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
+	cpu = env_wake(&e, env_task_on(&e, 2, 5), 1, 0);
+	ck_assert_msg(cpu == 6 || cpu == 7, "no SYNC: expected LLC 1's idle CPU, got %d", cpu);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
+	env_close(&e);
+}
+END_TEST
+
+/* Give the task running on cpu a short history: three runs of 100 us. */
+static void make_short(struct env *e, int cpu, place_task *t)
+{
+	ck_assert_int_eq(place_run_end(e->p, cpu, t, PLACE_RUN_SLEEP), 0);
+	for (int i = 0; i < 3; i++) {
+		env_run(e, cpu, t);
+		e->now += 100000;
+		ck_assert_int_eq(place_run_end(e->p, cpu, t, PLACE_RUN_SLEEP), 0);
+	}
+	env_run(e, cpu, t);
+	ck_assert_uint_eq(e->p->cpu[cpu].curr_avg_ns, 100000);
+}
+
+/* Seed 000: a waker running exactly one short task takes the wakee; with a
+ * second task queued behind it, never (that is the pile-up). */
+START_TEST(t_short_task_never_stacks_on_two)
+{
+	struct env e;
+	int cpu;
+
+	affine_setup(&e, PLACE_FEAT_DEFAULT);
+	make_short(&e, 0, &e.task[32]);
+	cpu = env_wake(&e, env_task_on(&e, 1, 5), 0, 0);
+	ck_assert_int_eq(cpu, 0); /* one short task: affine, stacked on the waker */
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
+	/* now CPU 0 runs one task and has one queued: nr_running 2 */
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 0)), 1);
+	for (int i = 2; i < 4; i++) {
+		cpu = env_wake(&e, env_task_on(&e, i, 5), 0, 0);
+		ck_assert_msg(cpu != 0, "wakeup %d stacked on a CPU running two tasks", i);
+	}
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 0)), 1);
+	env_close(&e);
+
+	/* The control: without SHORT_AFFINE the first wakeup already stays near prev. */
+	affine_setup(&e, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_SHORT_AFFINE);
+	make_short(&e, 0, &e.task[32]);
+	ck_assert_int_ne(env_wake(&e, env_task_on(&e, 1, 5), 0, 0), 0);
+	env_close(&e);
+}
+END_TEST
+
+/* Drive the LLC at busy fraction pct for n periods of util_period_ns. */
+static void drive_util(struct env *e, int pct, int n)
+{
+	uint64_t period = e->p->util_period_ns;
+
+	for (int k = 0; k < n; k++) {
+		uint64_t start = e->now;
+
+		for (int cpu = 0; cpu < e->nr_cpus && pct; cpu++)
+			env_run(e, cpu, &e->task[32 + cpu]);
+		e->now = start + period * (uint64_t)pct / 100;
+		for (int cpu = 0; cpu < e->nr_cpus; cpu++) {
+			if (pct)
+				ck_assert_int_eq(place_run_end(e->p, cpu, &e->task[32 + cpu], PLACE_RUN_SLEEP), 0);
+			ck_assert_int_eq(place_idle_enter(e->p, cpu), 0);
+		}
+		e->now = start + period;
+	}
+	e->now += 1;
+	ck_assert_int_eq(place_idle_enter(e->p, 0), 0); /* the tick that samples the last period */
+}
+
+START_TEST(t_scan_bound)
+{
+	struct env e;
+
+	ck_assert_uint_eq(place__scan_bound(8, 0), 8);
+	ck_assert_uint_eq(place__scan_bound(64, 0), 64);
+	ck_assert_uint_eq(place__scan_bound(64, 1024 * 86 / 100), 0);
+	ck_assert_uint_eq(place__scan_bound(64, 1024), 0);
+	ck_assert_uint_gt(place__scan_bound(64, 1024 / 2), 32);
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	drive_util(&e, 0, 4);
+	ck_assert_uint_eq(env_llc(&e, 0)->nr_idle_scan, 8);
+	drive_util(&e, 90, 12);
+	ck_assert_msg(env_llc(&e, 0)->nr_idle_scan == 0, "90%% busy: bound %u, util %lu/1024",
+		      env_llc(&e, 0)->nr_idle_scan, (unsigned long)env_llc(&e, 0)->util_avg);
+	drive_util(&e, 50, 12);
+	ck_assert_uint_gt(env_llc(&e, 0)->nr_idle_scan, 0);
+	ck_assert_uint_lt(env_llc(&e, 0)->nr_idle_scan, 8);
+	drive_util(&e, 0, 12);
+	ck_assert_uint_eq(env_llc(&e, 0)->nr_idle_scan, 8);
+	env_close(&e);
+}
+END_TEST
+
+/* With the bound at 0 an idle-CPU scan gives up at once (no idle core hinted). */
+START_TEST(t_scan_bound_stops_scan)
+{
+	struct env e;
+	place_stats s;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	all_busy_then_empty_mask(&e);
+	env_park(&e, 6, &e.task[38]); /* one idle CPU, in the mask, no idle core */
+	place_store_32(&env_llc(&e, 0)->nr_idle_scan, 0);
+	s = env_stats(&e);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 0), PLACE_CPU_NONE, 0), 0);
+	ck_assert_uint_eq(env_stats(&e).hit_fallback - s.hit_fallback, 1);
+	place_store_32(&env_llc(&e, 0)->nr_idle_scan, 8);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 0), PLACE_CPU_NONE, 0), 6);
+	env_close(&e);
+}
+END_TEST
+
+/* Only registered CPUs, only inside the task's cpu_set_t, on every policy,
+ * through a deterministic mix of wakeups, runs and parks. */
+START_TEST(t_registered_and_allowed_only)
+{
+	static const int workers[] = { 1, 2, 5, 6 };
+	struct env e;
+	cpu_set_t allowed, none;
+	unsigned seed = 12345;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, false);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(place_worker_register(e.p, workers[i], 0), 0);
+	CPU_ZERO(&allowed);
+	CPU_SET(2, &allowed);
+	CPU_SET(3, &allowed); /* not registered */
+	CPU_SET(5, &allowed);
+	CPU_ZERO(&none);
+	CPU_SET(0, &none);
+	CPU_SET(7, &none);
+	for (int i = 0; i < NR_TASKS / 2; i += 2)
+		ck_assert_int_eq(place_task_set_cpus(&e.task[i], &allowed, sizeof(allowed)), 0);
+
+	for (int round = 0; round < 400; round++) {
+		int i = (int)((seed = seed * 1103515245 + 12345) >> 16) % (NR_TASKS / 2);
+		int waker = (seed >> 8) % 3 ? workers[(seed >> 4) % 4] : PLACE_CPU_NONE;
+		unsigned flags = (seed >> 12) % 4 == 0 ? PLACE_WAKE_SYNC : 0;
+		place_task *t = &e.task[i];
+		int cpu;
+
+		if (place__rec(t)->queued_cpu >= 0) {
+			/* it was sent somewhere: run it there, then let it sleep */
+			cpu = place__rec(t)->queued_cpu;
+			if (e.p->cpu[cpu].curr) {
+				ck_assert_int_eq(place_run_end(e.p, cpu, e.p->cpu[cpu].curr, PLACE_RUN_SLEEP), 0);
+			}
+			env_run(&e, cpu, t);
+			if ((seed >> 20) % 2) {
+				ck_assert_int_eq(place_run_end(e.p, cpu, t, PLACE_RUN_SLEEP), 0);
+				ck_assert_int_eq(place_idle_enter(e.p, cpu), 0);
+			}
+			continue;
+		}
+		cpu = env_wake(&e, t, waker, flags | ((seed >> 24) % 8 == 0 ? PLACE_WAKE_NEW : 0));
+		ck_assert_msg(cpu == 1 || cpu == 2 || cpu == 5 || cpu == 6, "%s: unregistered cpu %d",
+			      policy_name[_i], cpu);
+		if (t->cpus)
+			ck_assert_msg(cpu == 2 || cpu == 5, "%s: cpu %d outside the task's set", policy_name[_i], cpu);
+	}
+	ck_assert_int_eq(place_task_set_cpus(&e.task[1], &none, sizeof(none)), 0);
+	ck_assert_int_eq(place_wakeup(e.p, &e.task[1], PLACE_CPU_NONE, 0), -ESRCH);
+	ck_assert_int_eq(place_wakeup(e.p, &e.task[1], 1, PLACE_WAKE_NEW), -ESRCH);
+	env_close(&e);
+}
+END_TEST
+
+/* A released claim makes the CPU eligible again; so does a claim whose task
+ * was stolen and ran elsewhere. A worker going idle does not end a claim. */
+START_TEST(t_claim_release_and_steal)
+{
+	struct env e;
+	int x, y;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	for (int cpu = 0; cpu < 8; cpu++)
+		if (cpu != 4)
+			env_run(&e, cpu, &e.task[32 + cpu]);
+	x = env_wake(&e, env_task_on(&e, 1, 4), PLACE_CPU_NONE, 0);
+	ck_assert_int_eq(x, 4);
+	ck_assert_int_eq(place_idle_enter(e.p, 4), 0); /* parks: the claim stays */
+	ck_assert(!env_available(&e, 4));
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 4), PLACE_CPU_NONE, 0), 4); /* stacked */
+	ck_assert_uint_eq(env_stats(&e).hit_fallback, 1);
+	/* that one is delivered and ends; the claim of task 1 is released */
+	env_run(&e, 4, &e.task[2]);
+	env_park(&e, 4, &e.task[2]);
+	ck_assert(!env_available(&e, 4));
+	ck_assert_int_eq(place_claim_release(e.p, 4), 0);
+	ck_assert_int_eq(place_claim_release(e.p, 4), -ENOENT);
+	ck_assert(env_available(&e, 4));
+	if (policies[_i] != PLACE_POLICY_LINEAR)
+		ck_assert(place_mask_test(env_llc(&e, 0)->icpus, 4));
+	ck_assert_uint_eq(env_stats(&e).claims_released, 1);
+	/* task 1's stale record must not end a later claim */
+	y = env_wake(&e, env_task_on(&e, 3, 4), PLACE_CPU_NONE, 0);
+	ck_assert_int_eq(y, 4);
+	env_run(&e, 4, &e.task[1]);
+	ck_assert(env_state(&e, 4) & PLACE_ST_CLAIMED);
+	ck_assert_int_eq(place_run_end(e.p, 4, &e.task[1], PLACE_RUN_SLEEP), 0);
+	ck_assert_int_eq(place_idle_enter(e.p, 4), 0);
+
+	/* Task 3 is stolen by CPU 0: CPU 4 (idle) is eligible again. */
+	ck_assert_int_eq(place_run_end(e.p, 0, &e.task[32], PLACE_RUN_SLEEP), 0);
+	env_run(&e, 0, &e.task[3]);
+	ck_assert(env_available(&e, 4));
+	ck_assert_uint_eq(env_stats(&e).claims_stolen, 1);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 5, 4), PLACE_CPU_NONE, 0), 4);
+	env_close(&e);
+}
+END_TEST
+
+/* NOCLAIM answers without changing anything: no claim, nothing queued. */
+START_TEST(t_noclaim_is_read_only)
+{
+	struct env e;
+	uint64_t state[8];
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	for (int cpu = 0; cpu < 8; cpu++)
+		state[cpu] = env_state(&e, cpu);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(env_wake(&e, env_task_on(&e, i, 2), 3, PLACE_WAKE_NOCLAIM), 2);
+	for (int cpu = 0; cpu < 8; cpu++)
+		ck_assert_uint_eq(env_state(&e, cpu), state[cpu]);
+	ck_assert_int_eq(place__rec(&e.task[0])->queued_cpu, -1);
+	env_close(&e);
+}
+END_TEST
+
+/* EXACT keeps masks equal to the available CPUs and whole idle cores. */
+START_TEST(t_exact_masks)
+{
+	struct env e;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_EXACT, PLACE_FEAT_DEFAULT, true);
+	ck_assert_uint_eq(env_mask(&e, 0), 0xff);
+	ck_assert_uint_eq(env_llc(&e, 0)->icores[0], 0x55);
+	env_run(&e, 3, &e.task[40]);
+	ck_assert_uint_eq(env_mask(&e, 0), 0xf7);
+	ck_assert_uint_eq(env_llc(&e, 0)->icores[0], 0x51);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 6), PLACE_CPU_NONE, 0), 6);
+	ck_assert_uint_eq(env_mask(&e, 0), 0xb7);
+	ck_assert_uint_eq(env_llc(&e, 0)->icores[0], 0x11);
+	env_park(&e, 3, &e.task[40]);
+	ck_assert_uint_eq(env_mask(&e, 0), 0xbf);
+	ck_assert_uint_eq(env_llc(&e, 0)->icores[0], 0x15);
+	env_close(&e);
+}
+END_TEST
+
+/* wake_wide: a waker that keeps switching among many wakees loses affinity. */
+START_TEST(t_wake_wide)
+{
+	struct env e;
+	int cpu;
+
+	affine_setup(&e, PLACE_FEAT_DEFAULT);
+	make_short(&e, 0, &e.task[32]);
+	/* the waker flips among 16 wakees; each wakee flips too */
+	place__rec(&e.task[32])->wakee_flips = 64;
+	for (int i = 1; i < 17; i++)
+		place__rec(&e.task[i])->wakee_flips = 8;
+	cpu = env_wake(&e, env_task_on(&e, 1, 5), 0, PLACE_WAKE_SYNC);
+	ck_assert_msg(cpu == 6 || cpu == 7, "wake_wide: expected prev's LLC, got %d", cpu);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 0);
+	env_close(&e);
+
+	affine_setup(&e, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_WAKE_WIDE);
+	make_short(&e, 0, &e.task[32]);
+	place__rec(&e.task[32])->wakee_flips = 64;
+	place__rec(&e.task[1])->wakee_flips = 8;
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 5), 0, PLACE_WAKE_SYNC), 0);
+	env_close(&e);
+}
+END_TEST
+
+/* Multi-word masks: an LLC of 128 CPUs; the scan from CPU 120 wraps across
+ * both words and finds the two idle CPUs, 3 first. */
+START_TEST(t_multiword)
+{
+	static place_task busy[128];
+	struct env e;
+
+	env_open(&e, "synthetic:pack:1 l3:1 core:64 pu:2", policies[_i], PLACE_FEAT_DEFAULT, true);
+	ck_assert_int_eq(env_llc(&e, 0)->nr_words, 2);
+	for (int cpu = 0; cpu < 128; cpu++) {
+		place_task_init(&busy[cpu], 0, 0);
+		if (cpu != 3 && cpu != 100)
+			env_run(&e, cpu, &busy[cpu]);
+	}
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 120), PLACE_CPU_NONE, 0), 3);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 120), PLACE_CPU_NONE, 0), 100);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 120), PLACE_CPU_NONE, 0), 120);
+	ck_assert_uint_eq(env_stats(&e).hit_fallback, 1);
+	env_close(&e);
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("scenarios");
+
+	tcase_add_test(tc, t_print_topology);
+	tcase_add_loop_test(tc, t_four_wakeups_four_cores, 0, 3);
+	tcase_add_test(tc, t_full_failed_core_scan_clears_mask);
+	tcase_add_loop_test(tc, t_core_granule, 0, 3);
+	tcase_add_test(tc, t_pending_skips_mask);
+	tcase_add_test(tc, t_repair_and_sibling_rescan);
+	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
+	tcase_add_test(tc, t_sync_goes_to_waker);
+	tcase_add_test(tc, t_short_task_never_stacks_on_two);
+	tcase_add_test(tc, t_scan_bound);
+	tcase_add_test(tc, t_scan_bound_stops_scan);
+	tcase_add_loop_test(tc, t_registered_and_allowed_only, 0, 3);
+	tcase_add_loop_test(tc, t_claim_release_and_steal, 0, 3);
+	tcase_add_loop_test(tc, t_noclaim_is_read_only, 0, 3);
+	tcase_add_test(tc, t_exact_masks);
+	tcase_add_test(tc, t_wake_wide);
+	tcase_add_loop_test(tc, t_multiword, 0, 3);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return place_test_run(engine_suite());
+}
