@@ -729,6 +729,13 @@ static int null_topo(const char *fn)
 	return place__fail(-EINVAL, "%s: topo is NULL", fn);
 }
 
+/* A call that succeeds leaves no stale detail behind (see place_last_error). */
+static int ok(int v)
+{
+	place__clear_error();
+	return v;
+}
+
 PLACE_EXTERN const char *place_topo_source(const place_topo *t)
 {
 	return t ? t->source : NULL;
@@ -737,7 +744,7 @@ PLACE_EXTERN const char *place_topo_source(const place_topo *t)
 #define PLACE__TOPO_COUNT(name, field)                                  \
 	PLACE_EXTERN int place_topo_##name(const place_topo *t)         \
 	{                                                               \
-		return t ? t->field : null_topo("place_topo_" #name);   \
+		return t ? ok(t->field) : null_topo("place_topo_" #name); \
 	}
 
 PLACE__TOPO_COUNT(nr_cpus, nr_cpus)
@@ -753,7 +760,7 @@ PLACE_EXTERN int place_topo_cpu(const place_topo *t, int i)
 		return null_topo(__func__);
 	if (i < 0 || i >= t->nr_cpus)
 		return place__fail(-ERANGE, "%s: index %d not in 0..%d", __func__, i, t->nr_cpus - 1);
-	return t->os_of[i];
+	return ok(t->os_of[i]);
 }
 
 /* Dense index of OS CPU cpu, or a negative errno with a detail. */
@@ -763,7 +770,7 @@ static int dense_cpu(const place_topo *t, int cpu, const char *fn)
 		return null_topo(fn);
 	if (cpu < 0 || cpu >= t->cpu_limit || t->dense_of[cpu] < 0)
 		return place__fail(-ENODEV, "%s: CPU %d is not usable in %s", fn, cpu, t->source);
-	return t->dense_of[cpu];
+	return ok(t->dense_of[cpu]);
 }
 
 PLACE_EXTERN int place_topo_cpu_info(const place_topo *t, int cpu, place_cpu_info *out)

@@ -502,6 +502,9 @@ START_TEST(t_acc_range)
 
 	ck_assert_int_eq(place_topo_cpu(t, -1), -ERANGE);
 	ck_assert_int_eq(place_topo_cpu(t, 8), -ERANGE);
+	ck_assert_str_eq(place_last_error(), "place_topo_cpu: index 8 not in 0..7");
+	ck_assert_int_eq(place_topo_nr_cpus(t), 8); /* success clears the detail */
+	ck_assert_str_eq(place_last_error(), "");
 	ck_assert_int_eq(place_topo_cpu_info(t, -1, &i), -ENODEV);
 	ck_assert_int_eq(place_topo_cpu_info(t, 8, &i), -ENODEV);
 	ck_assert_int_eq(place_topo_cpu_info(t, INT_MAX, &i), -ENODEV);

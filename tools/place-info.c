@@ -136,8 +136,12 @@ static void print_llc(const place_topo *t, const place_cpu_info *info, int n, in
 	int *sib = buf + k;
 	char name[64];
 
-	printf("  LLC %d: %s, package %d, node %d, %d CPUs:", llc,
-	       llc_name(first, name, sizeof(name)), first->package, first->node, k);
+	int cores = 0;
+
+	for (int i = 0; i < k; i++)
+		cores += place_topo_siblings(t, buf[i], sib, n) > 0 && sib[0] == buf[i];
+	printf("  LLC %d: %s, package %d, node %d, %d cores, %d CPUs:", llc,
+	       llc_name(first, name, sizeof(name)), first->package, first->node, cores, k);
 	for (int i = 0; i < k; i++) {
 		int m = place_topo_siblings(t, buf[i], sib, n), sep = ' ';
 
@@ -240,6 +244,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			fputs(usage, stdout);
 			return 1;
+		} else if (i + 1 == argc && (strcmp(argv[i], "--topology") == 0 ||
+					     strcmp(argv[i], "--format") == 0)) {
+			fprintf(stderr, "place-info: %s needs a value (try --help)\n", argv[i]);
+			return 2;
 		} else if ((v = opt_value(argc, argv, &i, "--topology")) != NULL) {
 			o->source = v;
 		} else if ((v = opt_value(argc, argv, &i, "--format")) != NULL) {
