@@ -7,6 +7,8 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include "config.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>

@@ -9,6 +9,8 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,7 +574,7 @@ int sim_run(const place_topo *topo, const struct sim_machine *m, const struct si
 	    const struct sim_policy_spec *spec, bool host_time, struct sim_result *res,
 	    void (*progress)(void *, const struct sim *), void *progress_arg)
 {
-	struct sim s = { .topo = topo, .m = m, .prm = prm, .rng = prm->seed, .host_time = host_time,
+	struct sim s = { .topo = topo, .m = m, .prm = prm, .rng = prm->seed, .pol_rng = ~prm->seed, .host_time = host_time,
 			 .progress = progress, .progress_arg = progress_arg };
 	int err;
 

@@ -5,6 +5,8 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 

@@ -9,6 +9,8 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,7 +227,7 @@ int sim_pol_select(struct sim_pol *pp, struct sim_task *t, int waker, unsigned f
 	default:
 		if (!pp->nidle)
 			return baseline_fallback(pp->sim, t, waker);
-		cpu = pp->idle[sim_rand_below(&pp->sim->rng, (uint32_t)pp->nidle)];
+		cpu = pp->idle[sim_rand_below(&pp->sim->pol_rng, (uint32_t)pp->nidle)];
 		idle_remove(pp, cpu);
 		return cpu;
 	}

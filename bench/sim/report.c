@@ -5,6 +5,8 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include "config.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 

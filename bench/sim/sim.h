@@ -257,7 +257,9 @@ struct sim {
 	struct sim_task *task;   /* [nr_tasks] */
 	int nr_tasks, live;
 	uint64_t now;
-	uint64_t rng;
+	uint64_t rng;            /* the workloads' stream (burst jitter) */
+	uint64_t pol_rng;        /* the RANDOM baseline's own stream, so that it does
+				  * not shift the workloads' (common random numbers) */
 	/* Idle accounting, for the misses and stacking metrics. */
 	int *core_busy;          /* [nr_cores] non-idle CPUs of each core */
 	int *core_running;       /* [nr_cores] CPUs of each core running a task */

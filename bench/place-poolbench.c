@@ -1,0 +1,453 @@
+/*
+ * place-poolbench: the example pool (examples/pool.c) on this machine, waking
+ * with libplace versus waking the most recently parked worker (LIFO, what
+ * Tokio, oneTBB and folly do), on two workloads:
+ *   messaging  hackbench-like: G groups of S senders and R receivers; each
+ *              sender sends one message to every receiver of its group per
+ *              loop (waking it), M loops, yielding between loops
+ *   pingpong   P pairs of tasks waking each other (sync wakeups), N hops each
+ * Reports wall time (median of the repeats) and wakeup latency percentiles
+ * (from pool_wake to the start of the run, all repeats), side by side.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pool.h"
+
+#define HIST_SUB 16  /* sub-buckets per power of two: ~6% resolution */
+#define HIST_BUCKETS (64 * HIST_SUB)
+#define MAX_MODES 8
+
+/* Latency histogram, one per worker (written by that worker only). */
+struct hist {
+	uint64_t n[HIST_BUCKETS];
+} __attribute__((aligned(64)));
+
+struct bench {
+	pool *pool;
+	struct hist *hist;      /* [cpu_limit] by OS CPU */
+	int cpu_limit;
+	/* Completion: the main thread waits for `left` to reach 0. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned long left;
+	/* Parameters. */
+	int groups, senders, receivers, loops, pairs, hops;
+};
+
+struct actor {
+	pool_task task;
+	struct bench *b;
+	struct actor *peers;    /* messaging: the group's receivers; pingpong: the partner */
+	unsigned long inbox;    /* messages not yet read (atomic) */
+	long count;
+	long goal;
+	int role;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned hist_index(uint64_t v)
+{
+	unsigned log, sub;
+
+	if (v < HIST_SUB)
+		return (unsigned)v;
+	log = 63u - (unsigned)__builtin_clzll(v);
+	sub = (unsigned)(v >> (log - 4)) & (HIST_SUB - 1);
+	return (log - 3) * HIST_SUB + sub;
+}
+
+static uint64_t hist_value(unsigned i)
+{
+	unsigned log = i / HIST_SUB + 3, sub = i % HIST_SUB;
+
+	if (i < HIST_SUB)
+		return i;
+	return ((uint64_t)(HIST_SUB + sub) << (log - 4));
+}
+
+static void record(struct bench *b, pool_task *t, int cpu)
+{
+	uint64_t lat = now_ns() - t->woken_ns;
+
+	b->hist[cpu].n[hist_index(lat)]++;
+}
+
+static void finished(struct bench *b)
+{
+	if (__atomic_sub_fetch(&b->left, 1, __ATOMIC_SEQ_CST) == 0) {
+		pthread_mutex_lock(&b->lock);
+		pthread_cond_signal(&b->cond);
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+/* ---- messaging ------------------------------------------------------------- */
+
+static int sender_run(pool_task *t, int cpu)
+{
+	struct actor *a = (struct actor *)t;
+	struct bench *b = a->b;
+
+	record(b, t, cpu);
+	for (int j = 0; j < b->receivers; j++) {
+		struct actor *r = &a->peers[j];
+
+		__atomic_add_fetch(&r->inbox, 1, __ATOMIC_SEQ_CST);
+		pool_wake(b->pool, &r->task, cpu, 0);
+	}
+	if (++a->count == a->goal) {
+		finished(b);
+		return POOL_DONE;
+	}
+	/* Yield: wake ourselves, so we run again behind whatever is queued. */
+	pool_wake(b->pool, t, cpu, 0);
+	return POOL_SLEEP;
+}
+
+static int receiver_run(pool_task *t, int cpu)
+{
+	struct actor *a = (struct actor *)t;
+
+	record(a->b, t, cpu);
+	a->count += (long)__atomic_exchange_n(&a->inbox, 0, __ATOMIC_SEQ_CST);
+	if (a->count == a->goal) {
+		finished(a->b);
+		return POOL_DONE;
+	}
+	return POOL_SLEEP;
+}
+
+/* ---- pingpong ---------------------------------------------------------------- */
+
+static int pingpong_run(pool_task *t, int cpu)
+{
+	struct actor *a = (struct actor *)t;
+
+	record(a->b, t, cpu);
+	a->count++;
+	if (a->role == 1 && a->count == a->goal) {
+		finished(a->b);
+		return POOL_DONE;
+	}
+	pool_wake(a->b->pool, &a->peers->task, cpu, PLACE_WAKE_SYNC);
+	if (a->count == a->goal) {
+		finished(a->b);
+		return POOL_DONE;
+	}
+	return POOL_SLEEP;
+}
+
+/* ---- running one workload under one mode ----------------------------------- */
+
+static struct actor *make_messaging(struct bench *b, size_t *n)
+{
+	int per = b->senders + b->receivers;
+	struct actor *a = calloc((size_t)(b->groups * per), sizeof(*a));
+
+	if (!a)
+		return NULL;
+	*n = (size_t)(b->groups * per);
+	for (int g = 0; g < b->groups; g++)
+		for (int i = 0; i < per; i++) {
+			struct actor *x = &a[g * per + i];
+			bool sender = i < b->senders;
+
+			pool_task_init(&x->task, sender ? sender_run : receiver_run, NULL);
+			x->b = b;
+			x->role = sender ? 0 : 1;
+			x->peers = &a[g * per + b->senders];
+			x->goal = sender ? b->loops : (long)b->loops * b->senders;
+		}
+	return a;
+}
+
+static struct actor *make_pingpong(struct bench *b, size_t *n)
+{
+	struct actor *a = calloc((size_t)(2 * b->pairs), sizeof(*a));
+
+	if (!a)
+		return NULL;
+	*n = (size_t)(2 * b->pairs);
+	for (size_t i = 0; i < *n; i++) {
+		pool_task_init(&a[i].task, pingpong_run, NULL);
+		a[i].b = b;
+		a[i].role = (int)(i % 2);
+		a[i].peers = &a[i ^ 1];
+		a[i].goal = b->hops;
+	}
+	return a;
+}
+
+struct mode {
+	char name[32];
+	int wake;      /* enum pool_wake_mode */
+	int policy;    /* enum place_policy */
+};
+
+/* One timed run; returns wall ns, or 0 on failure. */
+static uint64_t run_once(struct bench *b, const struct mode *m, bool messaging, struct hist *sum)
+{
+	struct pool_config cfg = { .mode = m->wake, .queue_size = 4096 };
+	place_config pc;
+	struct actor *a;
+	size_t n = 0;
+	uint64_t t0, wall;
+	int err;
+
+	place_config_init(&pc);
+	pc.policy = m->policy;
+	cfg.place = &pc;
+	err = pool_create(&b->pool, &cfg);
+	if (err < 0) {
+		fprintf(stderr, "place-poolbench: pool_create: %s %s\n", place_strerror(err), place_last_error());
+		return 0;
+	}
+	memset(b->hist, 0, (size_t)b->cpu_limit * sizeof(*b->hist));
+	a = messaging ? make_messaging(b, &n) : make_pingpong(b, &n);
+	if (!a) {
+		pool_destroy(b->pool);
+		return 0;
+	}
+	b->left = n;
+	t0 = now_ns();
+	/* The senders and the first of each pair start; the others wait. */
+	for (size_t i = 0; i < n; i++)
+		if (a[i].role == 0)
+			pool_wake(b->pool, &a[i].task, PLACE_CPU_NONE, 0);
+	pthread_mutex_lock(&b->lock);
+	while (__atomic_load_n(&b->left, __ATOMIC_SEQ_CST))
+		pthread_cond_wait(&b->cond, &b->lock);
+	pthread_mutex_unlock(&b->lock);
+	wall = now_ns() - t0;
+	pool_destroy(b->pool);
+	b->pool = NULL;
+	for (int c = 0; c < b->cpu_limit; c++)
+		for (int i = 0; i < HIST_BUCKETS; i++)
+			sum->n[i] += b->hist[c].n[i];
+	free(a);
+	return wall;
+}
+
+static uint64_t percentile(const struct hist *h, double q)
+{
+	uint64_t total = 0, seen = 0, want;
+
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		total += h->n[i];
+	if (!total)
+		return 0;
+	want = (uint64_t)(q * (double)total + 0.999999);
+	for (int i = 0; i < HIST_BUCKETS; i++) {
+		seen += h->n[i];
+		if (seen >= want)
+			return hist_value((unsigned)i);
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static int parse_modes(const char *s, struct mode *m, int max)
+{
+	static const struct mode known[] = {
+		{ "sis_core", POOL_WAKE_PLACE, PLACE_POLICY_SIS_CORE },
+		{ "linear", POOL_WAKE_PLACE, PLACE_POLICY_LINEAR },
+		{ "exact", POOL_WAKE_PLACE, PLACE_POLICY_EXACT },
+		{ "lifo", POOL_WAKE_LIFO, 0 },
+	};
+	int n = 0;
+
+	while (*s && n < max) {
+		size_t len = strcspn(s, ",");
+		bool ok = false;
+
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			if (strlen(known[k].name) == len && !strncmp(known[k].name, s, len)) {
+				m[n++] = known[k];
+				ok = true;
+			}
+		if (!ok)
+			return -EINVAL;
+		s += len;
+		if (*s == ',')
+			s++;
+	}
+	return n;
+}
+
+struct opts {
+	const char *modes;
+	int repeat;
+	bool tsv;
+	bool only_messaging, only_pingpong;
+};
+
+static void print_row(const struct opts *o, const char *wl, const struct mode *m, uint64_t *walls,
+		      const struct hist *h, uint64_t units, const uint64_t *ref_wall)
+{
+	uint64_t med;
+
+	qsort(walls, (size_t)o->repeat, sizeof(*walls), cmp_u64);
+	med = walls[o->repeat / 2];
+	if (o->tsv) {
+		printf("%s\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", wl,
+		       m->name, med, walls[0], walls[o->repeat - 1], percentile(h, 0.5), percentile(h, 0.99),
+		       percentile(h, 0.999));
+		return;
+	}
+	printf("%-10s %-9s %9.2f %9.2f %9.2f %11.0f %+7.1f%% %9.1f %9.1f %9.1f\n", wl, m->name, med / 1e6,
+	       walls[0] / 1e6, walls[o->repeat - 1] / 1e6, (double)units * 1e9 / (double)med,
+	       ref_wall ? ((double)*ref_wall / (double)med - 1.0) * 100.0 : 0.0, percentile(h, 0.5) / 1e3,
+	       percentile(h, 0.99) / 1e3, percentile(h, 0.999) / 1e3);
+}
+
+static int run_workload(struct bench *b, const struct opts *o, const struct mode *m, int nm, bool messaging)
+{
+	uint64_t walls[MAX_MODES][64], ref = 0;
+	struct hist *h = calloc((size_t)nm, sizeof(*h));
+	uint64_t units = messaging ? (uint64_t)b->groups * b->senders * b->receivers * b->loops
+				   : (uint64_t)b->pairs * 2 * b->hops;
+
+	if (!h)
+		return -ENOMEM;
+	/* Interleave the modes so that drift on a shared VM hits all alike. */
+	for (int r = 0; r < o->repeat; r++)
+		for (int k = 0; k < nm; k++) {
+			walls[k][r] = run_once(b, &m[k], messaging, &h[k]);
+			if (!walls[k][r]) {
+				free(h);
+				return -EIO;
+			}
+		}
+	for (int k = 0; k < nm; k++) {
+		print_row(o, messaging ? "messaging" : "pingpong", &m[k], walls[k], &h[k], units, k ? &ref : NULL);
+		if (!k)
+			ref = walls[0][o->repeat / 2];
+	}
+	free(h);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: place-poolbench [--modes sis_core,lifo] [--repeat N] [--format table|tsv]\n"
+	      "                       [--workload messaging|pingpong|both]\n"
+	      "                       [--groups G --senders S --receivers R --loops M] [--pairs P --hops N]\n"
+	      "modes: sis_core linear exact (libplace policies) lifo (most recently parked worker)\n",
+	      f);
+}
+
+static int parse_args(int argc, char **argv, struct opts *o, struct bench *b)
+{
+	static const struct option lo[] = {
+		{ "modes", required_argument, NULL, 'm' },   { "repeat", required_argument, NULL, 'r' },
+		{ "format", required_argument, NULL, 'f' },  { "workload", required_argument, NULL, 'w' },
+		{ "groups", required_argument, NULL, 'g' },  { "senders", required_argument, NULL, 's' },
+		{ "receivers", required_argument, NULL, 'R' }, { "loops", required_argument, NULL, 'l' },
+		{ "pairs", required_argument, NULL, 'p' },   { "hops", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		int v = optarg ? atoi(optarg) : 0;
+
+		switch (c) {
+		case 'm': o->modes = optarg; break;
+		case 'r': o->repeat = v; break;
+		case 'f': o->tsv = !strcmp(optarg, "tsv"); break;
+		case 'w':
+			o->only_messaging = !strcmp(optarg, "messaging");
+			o->only_pingpong = !strcmp(optarg, "pingpong");
+			break;
+		case 'g': b->groups = v; break;
+		case 's': b->senders = v; break;
+		case 'R': b->receivers = v; break;
+		case 'l': b->loops = v; break;
+		case 'p': b->pairs = v; break;
+		case 'n': b->hops = v; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -EINVAL;
+		}
+		if (c != 'm' && c != 'f' && c != 'w' && c != 'h' && v < 1) {
+			fprintf(stderr, "place-poolbench: bad value '%s'\n", optarg);
+			return -EINVAL;
+		}
+	}
+	if (o->repeat > 64)
+		o->repeat = 64;
+	return optind < argc ? -EINVAL : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench b = { .groups = 4, .senders = 10, .receivers = 10, .loops = 200, .pairs = 0, .hops = 20000 };
+	struct opts o = { .modes = "sis_core,lifo", .repeat = 3 };
+	struct mode modes[MAX_MODES];
+	place_topo *topo;
+	int nm, err;
+
+	if (parse_args(argc, argv, &o, &b) < 0)
+		return 2;
+	nm = parse_modes(o.modes, modes, MAX_MODES);
+	if (nm <= 0) {
+		fprintf(stderr, "place-poolbench: bad --modes '%s'\n", o.modes);
+		return 2;
+	}
+	err = place_topo_load(&topo, NULL);
+	if (err < 0) {
+		fprintf(stderr, "place-poolbench: %s %s\n", place_strerror(err), place_last_error());
+		return 1;
+	}
+	b.cpu_limit = place_topo_cpu_limit(topo);
+	if (!b.pairs)
+		b.pairs = place_topo_nr_cpus(topo);
+	printf("# place-poolbench on %s: %d CPUs; messaging %d groups x %d senders x %d receivers x %d loops;"
+	       " pingpong %d pairs x %d hops; median of %d\n",
+	       place_topo_source(topo), place_topo_nr_cpus(topo), b.groups, b.senders, b.receivers, b.loops,
+	       b.pairs, b.hops, o.repeat);
+	place_topo_free(topo);
+	b.hist = aligned_alloc(64, (size_t)b.cpu_limit * sizeof(*b.hist));
+	if (!b.hist)
+		return 1;
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_cond_init(&b.cond, NULL);
+	if (o.tsv)
+		printf("workload\tmode\twall_ns\twall_min_ns\twall_max_ns\tlat_p50_ns\tlat_p99_ns\tlat_p999_ns\n");
+	else
+		printf("%-10s %-9s %9s %9s %9s %11s %8s %9s %9s %9s\n", "workload", "mode", "wall_ms", "min_ms",
+		       "max_ms", "units/s", "vs", "p50_us", "p99_us", "p999_us");
+	err = 0;
+	if (!o.only_pingpong)
+		err = run_workload(&b, &o, modes, nm, true);
+	if (!err && !o.only_messaging)
+		err = run_workload(&b, &o, modes, nm, false);
+	free(b.hist);
+	pthread_mutex_destroy(&b.lock);
+	pthread_cond_destroy(&b.cond);
+	return err ? 1 : 0;
+}

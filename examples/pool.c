@@ -1,0 +1,625 @@
+/*
+ * pool: a pinned thread pool that asks libplace where each woken task runs.
+ * See pool.h for the contract.
+ *
+ * Concurrency, field by field:
+ * - task.state: IDLE -> QUEUED by the first waker (CAS; only that waker
+ *   queues it, so one wakeup edge at a time), QUEUED -> RUNNING by the worker
+ *   that dequeued it, RUNNING -> NOTIFIED by a waker (CAS), RUNNING/NOTIFIED
+ *   -> IDLE/QUEUED/DONE by the running worker. All __ATOMIC_SEQ_CST: a state
+ *   word is touched a few times per run, clarity beats the cycles.
+ * - worker.ring: ck_ring MPMC. Producers: any waker; consumers: the owner and
+ *   thieves. A task pointer is in at most one ring or the overflow list.
+ * - worker.parked: the futex word, 1 while the worker is (about to be)
+ *   asleep. The worker stores 1, then re-checks every queue; a waker pushes,
+ *   then reads parked. Both sides are sequentially consistent (Dekker), so
+ *   either the worker sees the push or the waker sees 1 and wakes it.
+ * - pool.pending: tasks queued or running; with pool.stopping it tells the
+ *   workers when a shutdown has drained (same Dekker pattern with parked).
+ * - pool.lock: the overflow list (wakes that found the chosen ring full,
+ *   rare) and the LIFO mode's stack of parked workers, as Tokio keeps its
+ *   sleepers under a mutex.
+ * - worker counters: written by their worker only (relaxed), read by anyone.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ck_ring.h>
+
+#include "pool.h"
+
+enum { T_IDLE, T_QUEUED, T_RUNNING, T_NOTIFIED, T_DONE };
+
+#define CACHELINE 64
+
+struct worker {
+	ck_ring_t ring;             /* padded by ck between consumer and producer sides */
+	ck_ring_buffer_t *buf;
+	struct pool *p;
+	int cpu;                    /* OS CPU */
+	int idx;
+	int *victims;               /* worker indexes, nearest first */
+	int nvictims;
+	pthread_t thread;
+	bool started;
+	unsigned parked;            /* futex word, see the header comment */
+	uint64_t runs, steals, parks, overflow;
+} __attribute__((aligned(CACHELINE)));
+
+struct pool {
+	place_topo *topo;
+	place *place;               /* NULL in LIFO mode */
+	int mode;
+	int n;
+	struct worker *w;
+	int *worker_of;             /* [cpu_limit] OS CPU -> worker index, -1 */
+	int cpu_limit;
+	pthread_mutex_t lock;
+	pool_task *ovf_head, *ovf_tail;
+	unsigned novf;              /* overflow list length, read lock-free as a hint */
+	int *idle;                  /* LIFO mode: parked workers, top = most recent */
+	bool *in_idle;
+	int nidle;
+	unsigned long pending;
+	unsigned stopping;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_wait(unsigned *addr, unsigned val)
+{
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(unsigned *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void pool_task_init(pool_task *t, pool_fn fn, void *arg)
+{
+	memset(t, 0, sizeof(*t));
+	place_task_init(&t->place, 0, 0);
+	t->fn = fn;
+	t->arg = arg;
+	t->state = T_IDLE;
+}
+
+/* ---- waking workers ------------------------------------------------------ */
+
+static void wake_worker(struct worker *w)
+{
+	/* Pairs with park(): our push is visible before we read parked. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->parked, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&w->parked, 0, __ATOMIC_SEQ_CST))
+		futex_wake(&w->parked);
+}
+
+static void wake_all(struct pool *p)
+{
+	for (int i = 0; i < p->n; i++)
+		wake_worker(&p->w[i]);
+}
+
+/* ---- the LIFO baseline's stack of parked workers (under p->lock) --------- */
+
+static void lifo_remove_locked(struct pool *p, int idx)
+{
+	int j = 0;
+
+	if (!p->in_idle[idx])
+		return;
+	while (p->idle[j] != idx)
+		j++;
+	memmove(&p->idle[j], &p->idle[j + 1], (size_t)(p->nidle - j - 1) * sizeof(int));
+	p->nidle--;
+	p->in_idle[idx] = false;
+}
+
+static void lifo_push(struct pool *p, int idx)
+{
+	pthread_mutex_lock(&p->lock);
+	lifo_remove_locked(p, idx);
+	p->idle[p->nidle++] = idx;
+	p->in_idle[idx] = true;
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void lifo_remove(struct pool *p, int idx)
+{
+	pthread_mutex_lock(&p->lock);
+	lifo_remove_locked(p, idx);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static int lifo_pop(struct pool *p)
+{
+	int idx = -1;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->nidle) {
+		idx = p->idle[--p->nidle];
+		p->in_idle[idx] = false;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return idx;
+}
+
+/* ---- queues ------------------------------------------------------------------ */
+
+static void overflow_push(struct pool *p, pool_task *t)
+{
+	pthread_mutex_lock(&p->lock);
+	t->next = NULL;
+	if (p->ovf_tail)
+		p->ovf_tail->next = t;
+	else
+		p->ovf_head = t;
+	p->ovf_tail = t;
+	__atomic_add_fetch(&p->novf, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static pool_task *overflow_pop(struct pool *p)
+{
+	pool_task *t;
+
+	if (!__atomic_load_n(&p->novf, __ATOMIC_SEQ_CST))
+		return NULL;
+	pthread_mutex_lock(&p->lock);
+	t = p->ovf_head;
+	if (t) {
+		p->ovf_head = t->next;
+		if (!p->ovf_head)
+			p->ovf_tail = NULL;
+		__atomic_sub_fetch(&p->novf, 1, __ATOMIC_SEQ_CST);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return t;
+}
+
+/* Queue t on w, or on the overflow list when w's ring is full; then make
+ * sure somebody runs it. */
+static void push(struct pool *p, struct worker *w, pool_task *t, bool claimed)
+{
+	if (ck_ring_enqueue_mpmc(&w->ring, w->buf, t)) {
+		wake_worker(w);
+		return;
+	}
+	/* Full: the claim is for a task that will not be on w's queue. */
+	if (claimed && p->place)
+		place_claim_release(p->place, w->cpu);
+	__atomic_add_fetch(&w->overflow, 1, __ATOMIC_RELAXED);
+	overflow_push(p, t);
+	if (p->mode == POOL_WAKE_LIFO) {
+		int idx = lifo_pop(p);
+
+		if (idx >= 0)
+			wake_worker(&p->w[idx]);
+	}
+	wake_worker(w);
+}
+
+/* Choose a worker for t and queue it there. t is QUEUED, counted in pending. */
+static int enqueue(struct pool *p, pool_task *t, int waker_cpu, unsigned flags)
+{
+	int idx;
+
+	t->woken_ns = now_ns();
+	if (p->mode == POOL_WAKE_PLACE) {
+		int cpu = place_wakeup(p->place, &t->place, waker_cpu, flags);
+
+		if (cpu < 0)
+			return cpu;
+		push(p, &p->w[p->worker_of[cpu]], t, !(flags & PLACE_WAKE_NOCLAIM));
+		return 0;
+	}
+	idx = lifo_pop(p);
+	if (idx < 0 && waker_cpu >= 0 && waker_cpu < p->cpu_limit)
+		idx = p->worker_of[waker_cpu];
+	if (idx >= 0) {
+		push(p, &p->w[idx], t, false);
+		return 0;
+	}
+	/* Nobody parked and no waker queue: the overflow list, then a second
+	 * look for a worker that parked meanwhile (it re-checks the list after
+	 * pushing itself, so one of us sees the other: both under p->lock). */
+	overflow_push(p, t);
+	idx = lifo_pop(p);
+	if (idx >= 0)
+		wake_worker(&p->w[idx]);
+	return 0;
+}
+
+int pool_wake(pool *p, pool_task *t, int waker_cpu, unsigned flags)
+{
+	for (;;) {
+		unsigned s = __atomic_load_n(&t->state, __ATOMIC_SEQ_CST);
+		int err;
+
+		switch (s) {
+		case T_IDLE:
+			if (!__atomic_compare_exchange_n(&t->state, &s, T_QUEUED, false, __ATOMIC_SEQ_CST,
+							 __ATOMIC_SEQ_CST))
+				continue;
+			__atomic_add_fetch(&p->pending, 1, __ATOMIC_SEQ_CST);
+			err = enqueue(p, t, waker_cpu, flags);
+			if (err < 0) {
+				__atomic_store_n(&t->state, T_IDLE, __ATOMIC_SEQ_CST);
+				__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST);
+			}
+			return err;
+		case T_RUNNING:
+			if (!__atomic_compare_exchange_n(&t->state, &s, T_NOTIFIED, false, __ATOMIC_SEQ_CST,
+							 __ATOMIC_SEQ_CST))
+				continue;
+			return 0;
+		case T_DONE:
+			return -EINVAL;
+		default:
+			return 0; /* already queued or notified: this wake is absorbed */
+		}
+	}
+}
+
+/* ---- workers ----------------------------------------------------------------- */
+
+static pool_task *take(struct worker *w, bool *stolen)
+{
+	struct pool *p = w->p;
+	pool_task *t;
+
+	*stolen = false;
+	if (ck_ring_dequeue_mpmc(&w->ring, w->buf, &t))
+		return t;
+	t = overflow_pop(p);
+	if (t)
+		return t;
+	for (int i = 0; i < w->nvictims; i++) {
+		struct worker *v = &p->w[w->victims[i]];
+
+		if (ck_ring_size(&v->ring) && ck_ring_dequeue_mpmc(&v->ring, v->buf, &t)) {
+			*stolen = true;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+static bool has_work(const struct worker *w)
+{
+	const struct pool *p = w->p;
+
+	if (ck_ring_size(&w->ring) || __atomic_load_n(&p->novf, __ATOMIC_SEQ_CST))
+		return true;
+	for (int i = 0; i < w->nvictims; i++)
+		if (ck_ring_size(&p->w[w->victims[i]].ring))
+			return true;
+	return false;
+}
+
+static bool drained(struct pool *p)
+{
+	return __atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST) &&
+	       !__atomic_load_n(&p->pending, __ATOMIC_SEQ_CST);
+}
+
+static void park(struct worker *w)
+{
+	struct pool *p = w->p;
+
+	if (p->place)
+		place_idle_enter(p->place, w->cpu);
+	else
+		lifo_push(p, w->idx);
+	__atomic_store_n(&w->parked, 1, __ATOMIC_SEQ_CST);
+	/* Pairs with wake_worker(): re-check after announcing the park. */
+	if (!has_work(w) && !drained(p)) {
+		__atomic_add_fetch(&w->parks, 1, __ATOMIC_RELAXED);
+		futex_wait(&w->parked, 1);
+	}
+	__atomic_store_n(&w->parked, 0, __ATOMIC_SEQ_CST);
+	if (!p->place)
+		lifo_remove(p, w->idx);
+}
+
+/* A run is over (state already IDLE or DONE): shutdown may have drained. */
+static void retire(struct pool *p)
+{
+	if (__atomic_sub_fetch(&p->pending, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    __atomic_load_n(&p->stopping, __ATOMIC_SEQ_CST))
+		wake_all(p);
+}
+
+/* t returned POOL_SLEEP on w. */
+static void after_sleep(struct worker *w, pool_task *t)
+{
+	struct pool *p = w->p;
+	unsigned s = T_RUNNING;
+
+	if (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) == T_NOTIFIED) {
+		/* Woken while running: it stays runnable here, behind the others. */
+		if (p->place)
+			place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_PREEMPT);
+		__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
+		t->woken_ns = now_ns();
+		push(p, w, t, false);
+		return;
+	}
+	/* Report the edge before t can be woken again (one edge at a time). */
+	if (p->place)
+		place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_SLEEP);
+	if (__atomic_compare_exchange_n(&t->state, &s, T_IDLE, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		retire(p);
+		return;
+	}
+	/* Notified between the check and the CAS: a fresh wakeup from here. */
+	__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
+	if (enqueue(p, t, w->cpu, 0) < 0) {
+		t->woken_ns = now_ns();
+		push(p, w, t, false);
+	}
+}
+
+static void run(struct worker *w, pool_task *t, bool stolen)
+{
+	struct pool *p = w->p;
+	int ret;
+
+	__atomic_store_n(&t->state, T_RUNNING, __ATOMIC_SEQ_CST);
+	if (p->place)
+		place_run_begin(p->place, w->cpu, &t->place);
+	__atomic_store_n(&w->runs, w->runs + 1, __ATOMIC_RELAXED);
+	if (stolen)
+		__atomic_store_n(&w->steals, w->steals + 1, __ATOMIC_RELAXED);
+	ret = t->fn(t, w->cpu);
+	if (ret != POOL_DONE) {
+		after_sleep(w, t);
+		return;
+	}
+	if (p->place)
+		place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_EXIT);
+	/* After this store the task belongs to its owner again. */
+	__atomic_store_n(&t->state, T_DONE, __ATOMIC_SEQ_CST);
+	retire(p);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	for (;;) {
+		bool stolen;
+		pool_task *t = take(w, &stolen);
+
+		if (t) {
+			run(w, t, stolen);
+			continue;
+		}
+		if (drained(w->p))
+			break;
+		park(w);
+	}
+	return NULL;
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+
+static int distance(const place_cpu_info *a, const place_cpu_info *b)
+{
+	if (a->core == b->core)
+		return 0;
+	if (a->llc == b->llc)
+		return 1;
+	return a->node == b->node ? 2 : 3;
+}
+
+/* Victims of every worker: nearest first, and within a distance class the
+ * next workers after it (so thieves of one class start at different places). */
+static int build_victims(struct pool *p)
+{
+	place_cpu_info *info = calloc((size_t)p->n, sizeof(*info));
+
+	if (!info)
+		return -ENOMEM;
+	for (int i = 0; i < p->n; i++)
+		place_topo_cpu_info(p->topo, p->w[i].cpu, &info[i]);
+	for (int i = 0; i < p->n; i++) {
+		struct worker *w = &p->w[i];
+
+		w->victims = calloc((size_t)p->n, sizeof(int));
+		if (!w->victims) {
+			free(info);
+			return -ENOMEM;
+		}
+		for (int d = 0; d < 4; d++)
+			for (int k = 1; k < p->n; k++) {
+				int j = (i + k) % p->n;
+
+				if (distance(&info[i], &info[j]) == d)
+					w->victims[w->nvictims++] = j;
+			}
+	}
+	free(info);
+	return 0;
+}
+
+static int init_workers(struct pool *p, unsigned qsize)
+{
+	p->w = aligned_alloc(CACHELINE, (size_t)p->n * sizeof(*p->w));
+	p->worker_of = malloc((size_t)p->cpu_limit * sizeof(int));
+	p->idle = calloc((size_t)p->n, sizeof(int));
+	p->in_idle = calloc((size_t)p->n, sizeof(bool));
+	if (!p->w || !p->worker_of || !p->idle || !p->in_idle)
+		return -ENOMEM;
+	memset(p->w, 0, (size_t)p->n * sizeof(*p->w));
+	for (int c = 0; c < p->cpu_limit; c++)
+		p->worker_of[c] = -1;
+	for (int i = 0; i < p->n; i++) {
+		struct worker *w = &p->w[i];
+
+		w->p = p;
+		w->idx = i;
+		w->cpu = place_topo_cpu(p->topo, i);
+		p->worker_of[w->cpu] = i;
+		w->buf = calloc(qsize, sizeof(*w->buf));
+		if (!w->buf)
+			return -ENOMEM;
+		ck_ring_init(&w->ring, qsize);
+	}
+	return build_victims(p);
+}
+
+static int start_place(struct pool *p, const place_config *cfg)
+{
+	int err = place_create(&p->place, p->topo, cfg);
+
+	for (int i = 0; !err && i < p->n; i++)
+		err = place_worker_register(p->place, p->w[i].cpu, 0);
+	return err;
+}
+
+static int start_threads(struct pool *p, bool pin)
+{
+	for (int i = 0; i < p->n; i++) {
+		struct worker *w = &p->w[i];
+		pthread_attr_t attr;
+		cpu_set_t set;
+		int err;
+
+		pthread_attr_init(&attr);
+		if (pin) {
+			CPU_ZERO(&set);
+			CPU_SET(w->cpu, &set);
+			pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+		}
+		err = pthread_create(&w->thread, &attr, worker_main, w);
+		pthread_attr_destroy(&attr);
+		if (err)
+			return -err;
+		w->started = true;
+	}
+	return 0;
+}
+
+static void free_pool(struct pool *p)
+{
+	for (int i = 0; p->w && i < p->n; i++) {
+		free(p->w[i].buf);
+		free(p->w[i].victims);
+	}
+	free(p->w);
+	free(p->worker_of);
+	free(p->idle);
+	free(p->in_idle);
+	place_destroy(p->place);
+	place_topo_free(p->topo);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+static void stop_and_join(struct pool *p)
+{
+	__atomic_store_n(&p->stopping, 1, __ATOMIC_SEQ_CST);
+	wake_all(p);
+	for (int i = 0; i < p->n; i++)
+		if (p->w[i].started)
+			pthread_join(p->w[i].thread, NULL);
+}
+
+int pool_create(pool **out, const struct pool_config *cfg)
+{
+	static const struct pool_config defaults;
+	unsigned qsize;
+	struct pool *p;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	cfg = cfg ? cfg : &defaults;
+	qsize = cfg->queue_size ? cfg->queue_size : 1024;
+	if (qsize < 4 || (qsize & (qsize - 1)) || (cfg->mode != POOL_WAKE_PLACE && cfg->mode != POOL_WAKE_LIFO))
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	p->mode = cfg->mode;
+	err = place_topo_load(&p->topo, cfg->topology);
+	if (err < 0) {
+		p->topo = NULL;
+		free_pool(p);
+		return err;
+	}
+	p->n = place_topo_nr_cpus(p->topo);
+	if (cfg->max_workers > 0 && cfg->max_workers < p->n)
+		p->n = cfg->max_workers;
+	p->cpu_limit = place_topo_cpu_limit(p->topo);
+	err = init_workers(p, qsize);
+	if (!err && p->mode == POOL_WAKE_PLACE)
+		err = start_place(p, cfg->place);
+	if (!err)
+		err = start_threads(p, !cfg->no_pin);
+	if (err < 0) {
+		stop_and_join(p);
+		free_pool(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+void pool_destroy(pool *p)
+{
+	if (!p)
+		return;
+	stop_and_join(p);
+	free_pool(p);
+}
+
+int pool_nr_workers(const pool *p)
+{
+	return p->n;
+}
+
+int pool_worker_cpu(const pool *p, int i)
+{
+	return i >= 0 && i < p->n ? p->w[i].cpu : -ERANGE;
+}
+
+place *pool_place(pool *p)
+{
+	return p->place;
+}
+
+void pool_stats_read(const pool *p, struct pool_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < p->n; i++) {
+		const struct worker *w = &p->w[i];
+
+		out->runs += __atomic_load_n(&w->runs, __ATOMIC_RELAXED);
+		out->steals += __atomic_load_n(&w->steals, __ATOMIC_RELAXED);
+		out->parks += __atomic_load_n(&w->parks, __ATOMIC_RELAXED);
+		out->overflow += __atomic_load_n(&w->overflow, __ATOMIC_RELAXED);
+	}
+}

@@ -1,0 +1,283 @@
+/*
+ * The example pool (examples/pool.c), in both wake modes: every woken task
+ * runs exactly once under load (external producers, tasks waking tasks, a
+ * tiny ring that overflows), a task never runs on two workers at once and no
+ * wake is lost, and shutdown drains what is queued, joins, and leaks nothing
+ * (valgrind and ASan runs of the suite check the last part).
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+#include "testlib.h"
+
+static const int modes[] = { POOL_WAKE_PLACE, POOL_WAKE_LIFO };
+
+/* Smaller counts under valgrind (build.sh sets PLACE_TEST_SLOW). */
+static int scale(int n)
+{
+	return getenv("PLACE_TEST_SLOW") ? n / 20 + 1 : n;
+}
+
+static pool *make(int mode, unsigned qsize)
+{
+	struct pool_config cfg = { .mode = mode, .queue_size = qsize };
+	pool *p = NULL;
+	int err = pool_create(&p, &cfg);
+
+	ck_assert_msg(err == 0, "pool_create(mode %d): %d %s", mode, err, place_last_error());
+	return p;
+}
+
+/* ---- exactly once ----------------------------------------------------------- */
+
+struct once {
+	pool_task task;
+	pool *p;
+	unsigned runs;
+	int children;     /* tasks this one wakes when it runs */
+	struct once *kids;
+};
+
+static int once_run(pool_task *t, int cpu)
+{
+	struct once *o = (struct once *)t;
+
+	__atomic_add_fetch(&o->runs, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < o->children; i++)
+		ck_assert_int_eq(pool_wake(o->p, &o->kids[i].task, cpu, 0), 0);
+	return POOL_DONE;
+}
+
+struct producer {
+	pool *p;
+	struct once *tasks;
+	int from, to;
+};
+
+static void *produce(void *arg)
+{
+	struct producer *pr = arg;
+
+	for (int i = pr->from; i < pr->to; i++)
+		ck_assert_int_eq(pool_wake(pr->p, &pr->tasks[i].task, PLACE_CPU_NONE, 0), 0);
+	return NULL;
+}
+
+/* n roots from two external threads, each root waking `kids` children. */
+static void exactly_once(int mode, unsigned qsize, int n, int kids)
+{
+	struct once *roots = calloc((size_t)n, sizeof(*roots));
+	struct once *leaves = calloc((size_t)n * (size_t)kids + 1, sizeof(*leaves));
+	struct producer pr[2];
+	pthread_t th[2];
+	struct pool_stats st;
+	pool *p = make(mode, qsize);
+
+	ck_assert(roots && leaves);
+	for (int i = 0; i < n; i++) {
+		pool_task_init(&roots[i].task, once_run, NULL);
+		roots[i].p = p;
+		roots[i].children = kids;
+		roots[i].kids = &leaves[(size_t)i * kids];
+		for (int k = 0; k < kids; k++) {
+			pool_task_init(&leaves[(size_t)i * kids + k].task, once_run, NULL);
+			leaves[(size_t)i * kids + k].p = p;
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		pr[k] = (struct producer){ .p = p, .tasks = roots, .from = k * n / 2, .to = (k + 1) * n / 2 };
+		ck_assert_int_eq(pthread_create(&th[k], NULL, produce, &pr[k]), 0);
+	}
+	for (int k = 0; k < 2; k++)
+		pthread_join(th[k], NULL);
+	pool_stats_read(p, &st);
+	pool_destroy(p); /* drains: every woken task has run when it returns */
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(roots[i].runs == 1, "root %d ran %u times", i, roots[i].runs);
+	for (int i = 0; i < n * kids; i++)
+		ck_assert_msg(leaves[i].runs == 1, "leaf %d ran %u times", i, leaves[i].runs);
+	free(roots);
+	free(leaves);
+}
+
+START_TEST(t_exactly_once)
+{
+	exactly_once(modes[_i], 0, scale(20000), 3);
+}
+END_TEST
+
+/* A 4-slot ring overflows constantly: the overflow list (and, with
+ * libplace, the claim release) must lose nothing. */
+START_TEST(t_exactly_once_overflow)
+{
+	exactly_once(modes[_i], 4, scale(20000), 3);
+}
+END_TEST
+
+/* ---- actor semantics: never two runs at once, no lost wake ----------------- */
+
+struct actor {
+	pool_task task;
+	unsigned inside;          /* 1 while running */
+	unsigned long inbox;      /* messages sent */
+	unsigned long seen;       /* messages consumed by runs */
+	unsigned overlap;
+};
+
+static int actor_run(pool_task *t, int cpu)
+{
+	struct actor *a = (struct actor *)t;
+
+	if (__atomic_exchange_n(&a->inside, 1, __ATOMIC_SEQ_CST))
+		__atomic_store_n(&a->overlap, 1, __ATOMIC_SEQ_CST);
+	a->seen = __atomic_load_n(&a->inbox, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&a->inside, 0, __ATOMIC_SEQ_CST);
+	return POOL_SLEEP;
+}
+
+struct sender {
+	pool *p;
+	struct actor *a;
+	int n;
+};
+
+static void *send_all(void *arg)
+{
+	struct sender *s = arg;
+
+	for (int i = 0; i < s->n; i++) {
+		__atomic_add_fetch(&s->a->inbox, 1, __ATOMIC_SEQ_CST);
+		ck_assert_int_eq(pool_wake(s->p, &s->a->task, PLACE_CPU_NONE, 0), 0);
+	}
+	return NULL;
+}
+
+START_TEST(t_actor_no_overlap_no_lost_wake)
+{
+	struct actor a;
+	struct sender s;
+	pthread_t th[3];
+	pool *p = make(modes[_i], 0);
+
+	memset(&a, 0, sizeof(a));
+	pool_task_init(&a.task, actor_run, NULL);
+	s = (struct sender){ .p = p, .a = &a, .n = scale(30000) };
+	for (int k = 0; k < 3; k++)
+		ck_assert_int_eq(pthread_create(&th[k], NULL, send_all, &s), 0);
+	for (int k = 0; k < 3; k++)
+		pthread_join(th[k], NULL);
+	pool_destroy(p);
+	ck_assert_uint_eq(a.overlap, 0);
+	/* The last wake came after the last message: some run saw them all. */
+	ck_assert_uint_eq(a.seen, 3ul * (unsigned long)s.n);
+}
+END_TEST
+
+/* ---- chains and shutdown ------------------------------------------------------ */
+
+struct link {
+	pool_task task;
+	pool *p;
+	struct link *next;
+	unsigned runs;
+};
+
+static int link_run(pool_task *t, int cpu)
+{
+	struct link *l = (struct link *)t;
+
+	__atomic_add_fetch(&l->runs, 1, __ATOMIC_SEQ_CST);
+	if (l->next)
+		ck_assert_int_eq(pool_wake(l->p, &l->next->task, cpu, PLACE_WAKE_SYNC), 0);
+	return POOL_DONE;
+}
+
+/* Destroy right after starting chains: the drain runs every link, including
+ * those woken by tasks during the shutdown itself. */
+START_TEST(t_shutdown_drains_chains)
+{
+	int chains = 8, len = scale(2000);
+	struct link *l = calloc((size_t)(chains * len), sizeof(*l));
+	pool *p = make(modes[_i], 0);
+
+	ck_assert_ptr_nonnull(l);
+	for (int c = 0; c < chains; c++)
+		for (int i = 0; i < len; i++) {
+			struct link *x = &l[c * len + i];
+
+			pool_task_init(&x->task, link_run, NULL);
+			x->p = p;
+			x->next = i + 1 < len ? x + 1 : NULL;
+		}
+	for (int c = 0; c < chains; c++)
+		ck_assert_int_eq(pool_wake(p, &l[c * len].task, PLACE_CPU_NONE, 0), 0);
+	pool_destroy(p);
+	for (int i = 0; i < chains * len; i++)
+		ck_assert_msg(l[i].runs == 1, "link %d ran %u times", i, l[i].runs);
+	free(l);
+}
+END_TEST
+
+START_TEST(t_create_destroy_idle)
+{
+	for (int i = 0; i < scale(200); i++) {
+		pool *p = make(modes[_i], 0);
+
+		ck_assert_int_ge(pool_nr_workers(p), 1);
+		ck_assert_int_ge(pool_worker_cpu(p, 0), 0);
+		ck_assert_int_lt(pool_worker_cpu(p, pool_nr_workers(p)), 0);
+		ck_assert((pool_place(p) != NULL) == (modes[_i] == POOL_WAKE_PLACE));
+		pool_destroy(p);
+	}
+	pool_destroy(NULL);
+}
+END_TEST
+
+START_TEST(t_errors)
+{
+	struct pool_config bad_q = { .queue_size = 6 }, bad_mode = { .mode = 7 };
+	struct pool_config bad_topo = { .topology = "synthetic:nonsense" };
+	struct once o;
+	pool *p = NULL;
+
+	ck_assert_int_eq(pool_create(NULL, NULL), -EINVAL);
+	ck_assert_int_eq(pool_create(&p, &bad_q), -EINVAL);
+	ck_assert_int_eq(pool_create(&p, &bad_mode), -EINVAL);
+	ck_assert_int_eq(pool_create(&p, &bad_topo), -EINVAL);
+	ck_assert_ptr_null(p);
+	/* A done task refuses further wakes. */
+	p = make(POOL_WAKE_PLACE, 0);
+	memset(&o, 0, sizeof(o));
+	pool_task_init(&o.task, once_run, NULL);
+	o.p = p;
+	ck_assert_int_eq(pool_wake(p, &o.task, PLACE_CPU_NONE, 0), 0);
+	pool_destroy(p);
+	ck_assert_uint_eq(o.runs, 1);
+	p = make(POOL_WAKE_PLACE, 0);
+	ck_assert_int_eq(pool_wake(p, &o.task, PLACE_CPU_NONE, 0), -EINVAL);
+	pool_destroy(p);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("pool");
+	TCase *tc = tcase_create("pool");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, t_exactly_once, 0, 2);
+	tcase_add_loop_test(tc, t_exactly_once_overflow, 0, 2);
+	tcase_add_loop_test(tc, t_actor_no_overlap_no_lost_wake, 0, 2);
+	tcase_add_loop_test(tc, t_shutdown_drains_chains, 0, 2);
+	tcase_add_loop_test(tc, t_create_destroy_idle, 0, 2);
+	tcase_add_test(tc, t_errors);
+	suite_add_tcase(s, tc);
+	return place_test_run(s);
+}
