@@ -7,6 +7,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -u
 PI=./place-info
+PLAIN=./place-info
+# under build.sh's memcheck stage, check place-info itself (not the shell)
+if [ -n "${PLACE_UNDER_VALGRIND:-}" ] && command -v valgrind >/dev/null 2>&1; then
+	PI="./libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full \
+--errors-for-leak-kinds=definite --suppressions=${PLACE_TEST_SRCDIR:-tests}/valgrind.supp ./place-info"
+fi
 FX="${PLACE_TEST_SRCDIR:-tests}/fixtures"
 CORPUS="${PLACE_CORPUS_DIR:-${PLACE_TEST_SRCDIR:-tests}/../../shared/testdata/topologies}"
 TMP=$(mktemp -d) || exit 99
@@ -20,7 +26,7 @@ bad() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $1"; }
 expect_error() {
 	name=$1 want=$2
 	shift 2
-	"$PI" "$@" >"$TMP/out" 2>"$TMP/err"
+	$PI "$@" >"$TMP/out" 2>"$TMP/err"
 	st=$?
 	if [ "$st" -eq "$want" ] && [ ! -s "$TMP/out" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
 		grep -q '^place-info: ' "$TMP/err"; then
@@ -30,7 +36,7 @@ expect_error() {
 	fi
 }
 
-if "$PI" --help | grep -q '^usage: place-info'; then ok "--help"; else bad "--help"; fi
+if $PI --help | grep -q '^usage: place-info'; then ok "--help"; else bad "--help"; fi
 
 cat >"$TMP/sparse.truth" <<'TRUTH'
 #pu_os_index	core_logical_index	llc_logical_index	numa_os_index	package_logical_index	llc_level
@@ -43,19 +49,19 @@ cat >"$TMP/sparse.truth" <<'TRUTH'
 104	2	1	0	1	2
 110	3	1	0	1	2
 TRUTH
-if "$PI" --format truth --topology "xml:$FX/sparse.xml" | diff "$TMP/sparse.truth" - >&2; then
+if $PI --format truth --topology "xml:$FX/sparse.xml" | diff "$TMP/sparse.truth" - >&2; then
 	ok "truth format of fixtures/sparse.xml"
 else
 	bad "truth format of fixtures/sparse.xml"
 fi
 for fmt in console tsv; do
-	if "$PI" --format=$fmt --topology "xml:$FX/hybrid.xml" >"$TMP/out" && [ -s "$TMP/out" ]; then
+	if $PI --format=$fmt --topology "xml:$FX/hybrid.xml" >"$TMP/out" && [ -s "$TMP/out" ]; then
 		ok "--format=$fmt"
 	else
 		bad "--format=$fmt"
 	fi
 done
-if PLACE_TOPOLOGY="synthetic:pack:1 core:3 pu:1" "$PI" --format tsv | grep -c '^[0-9]' | grep -qx 3; then
+if PLACE_TOPOLOGY="synthetic:pack:1 core:3 pu:1" $PI --format tsv | grep -c '^[0-9]' | grep -qx 3; then
 	ok "PLACE_TOPOLOGY replaces the live machine"
 else
 	bad "PLACE_TOPOLOGY replaces the live machine"
@@ -81,7 +87,7 @@ if [ -d "$CORPUS" ]; then
 			continue
 		fi
 		total=$((total + 1))
-		if "$PI" --format truth --topology "xml:$xml" | cmp -s - "$truth"; then
+		if $PLAIN --format truth --topology "xml:$xml" | cmp -s - "$truth"; then
 			matched=$((matched + 1))
 		else
 			bad "corpus: $(basename "$xml") differs from its truth"
