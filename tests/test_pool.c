@@ -19,10 +19,10 @@
 
 static const int modes[] = { POOL_WAKE_PLACE, POOL_WAKE_LIFO };
 
-/* Smaller counts under valgrind (build.sh sets PLACE_TEST_SLOW). */
+/* Smaller counts under valgrind (build.sh sets PLACE_UNDER_VALGRIND). */
 static int scale(int n)
 {
-	return getenv("PLACE_TEST_SLOW") ? n / 20 + 1 : n;
+	return getenv("PLACE_UNDER_VALGRIND") ? n / 20 + 1 : n;
 }
 
 static pool *make(int mode, unsigned qsize)
