@@ -798,49 +798,39 @@ static int copy_slice(const place_topo *t, const int *dense, int n, int *out, in
 	return n;
 }
 
-/* Ascending OS order for the LLC too: the public API promises it. */
-static int copy_sorted(const place_topo *t, const int *dense, int n, int *out, int max)
+/* The LLC slice is grouped by core, but the public API promises ascending OS
+ * numbers: dense order is ascending OS order, so one pass over the CPUs. */
+static int copy_llc(const place_topo *t, int llc, int *out, int max)
 {
-	int *tmp;
+	int n = 0;
 
-	if (max <= 0)
-		return n;
-	if (max >= n) {
-		copy_slice(t, dense, n, out, max);
-		qsort(out, (size_t)n, sizeof(int), cmp_int);
-		return n;
-	}
-	tmp = malloc((size_t)n * sizeof(int) + 1);
-	if (!tmp)
-		return place__fail(-ENOMEM, "out of memory");
-	copy_slice(t, dense, n, tmp, n);
-	qsort(tmp, (size_t)n, sizeof(int), cmp_int);
-	memcpy(out, tmp, (size_t)max * sizeof(int));
-	free(tmp);
+	for (int i = 0; i < t->nr_cpus; i++)
+		if (t->cpu[i].llc == llc && n++ < max)
+			out[n - 1] = t->os_of[i];
 	return n;
 }
 
-PLACE_EXTERN int place_topo_siblings(const place_topo *t, int cpu, int *out, int max)
+/* The CPUs of cpu's core (llc = 0) or LLC domain (llc = 1), as OS numbers. */
+static int cpu_slice(const place_topo *t, int cpu, int *out, int max, int llc, const char *fn)
 {
-	int d = (!out && max > 0) ? place__fail(-EINVAL, "%s: out is NULL", __func__)
-				  : dense_cpu(t, cpu, __func__);
+	int d = (!out && max > 0) ? place__fail(-EINVAL, "%s: out is NULL", fn) : dense_cpu(t, cpu, fn);
 	int core;
 
 	if (d < 0)
 		return d;
+	if (llc)
+		return copy_llc(t, t->cpu[d].llc, out, max);
 	core = t->cpu[d].core;
-	return copy_slice(t, &t->core_cpus[t->core_start[core]], place__core_weight(t, core),
-			  out, max);
+	return copy_slice(t, &t->core_cpus[t->core_start[core]], place__core_weight(t, core), out,
+			  max);
+}
+
+PLACE_EXTERN int place_topo_siblings(const place_topo *t, int cpu, int *out, int max)
+{
+	return cpu_slice(t, cpu, out, max, 0, __func__);
 }
 
 PLACE_EXTERN int place_topo_llc_cpus(const place_topo *t, int cpu, int *out, int max)
 {
-	int d = (!out && max > 0) ? place__fail(-EINVAL, "%s: out is NULL", __func__)
-				  : dense_cpu(t, cpu, __func__);
-	int llc;
-
-	if (d < 0)
-		return d;
-	llc = t->cpu[d].llc;
-	return copy_sorted(t, &t->llc_cpus[t->llc_start[llc]], place__llc_weight(t, llc), out, max);
+	return cpu_slice(t, cpu, out, max, 1, __func__);
 }
