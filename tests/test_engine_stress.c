@@ -1,0 +1,274 @@
+/*
+ * Many threads against one instance: eight worker threads (one per CPU of
+ * a synthetic 4-core/8-thread machine) and two non-worker wakers, ten
+ * threads on this 2-CPU VM, hammer place_wakeup, idle enter, run begin/end,
+ * stealing and claim release. An oracle checks that a claim is exclusive:
+ * each returned claim is recorded with a CAS on owner[cpu], which must find
+ * the slot free; the claim's end clears it before libplace ends the claim.
+ * At the end each CPU's QUEUED count and CLAIMED bit must match its queue.
+ *
+ * The test's own queues use a mutex: only libplace's paths are lock-free.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_engine.h"
+#include "testlib.h"
+
+#define NCPU 8
+#define NTASK 48
+#define NEXTERNAL 2
+#define RUN_NS 200000000 /* wall time of the hammering */
+
+struct queue {
+	pthread_mutex_t lock;
+	int n, item[NTASK];
+};
+
+static struct {
+	place *p;
+	place_task task[NTASK];
+	struct queue q[NCPU];
+	struct queue sleeping;
+	atomic_int owner[NCPU]; /* task + 1 holding a claim on the CPU, 0 none */
+	atomic_int stop;
+	atomic_int failed;
+	atomic_long wakeups, runs, steals, releases;
+	char why[256];
+} g;
+
+static void oracle_fail(const char *fmt, int a, int b)
+{
+	if (atomic_exchange(&g.failed, 1) == 0)
+		snprintf(g.why, sizeof(g.why), fmt, a, b);
+}
+
+static void push(struct queue *q, int i)
+{
+	pthread_mutex_lock(&q->lock);
+	q->item[q->n++] = i;
+	pthread_mutex_unlock(&q->lock);
+}
+
+static int pop(struct queue *q)
+{
+	int i = -1;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->n)
+		i = q->item[--q->n];
+	pthread_mutex_unlock(&q->lock);
+	return i;
+}
+
+static unsigned rnd(unsigned *s)
+{
+	*s = *s * 1103515245 + 12345;
+	return *s >> 16;
+}
+
+/* Task i was woken by waker: record its claim with the oracle, then deliver
+ * it, or now and then pretend delivery failed and release the claim. */
+static void wake(int i, int waker, unsigned *seed)
+{
+	place_task *t = &g.task[i];
+	int cpu = place_wakeup(g.p, t, waker, rnd(seed) % 4 == 0 ? PLACE_WAKE_SYNC : 0);
+	struct place_task_rec *r = place__rec(t);
+	int expect = 0;
+
+	atomic_fetch_add(&g.wakeups, 1);
+	if (cpu < 0 || cpu >= NCPU) {
+		oracle_fail("place_wakeup returned %d for task %d", cpu, i);
+		return;
+	}
+	if (r->claim_gen && !atomic_compare_exchange_strong(&g.owner[cpu], &expect, i + 1))
+		oracle_fail("CPU %d claimed twice (held by task %d)", cpu, expect - 1);
+	if (r->claim_gen && rnd(seed) % 16 == 0) {
+		atomic_store(&g.owner[cpu], 0);
+		if (place_claim_release(g.p, cpu) != 0)
+			oracle_fail("releasing our own claim on CPU %d failed (task %d)", cpu, i);
+		atomic_fetch_add(&g.releases, 1);
+		push(&g.sleeping, i);
+		return;
+	}
+	push(&g.q[cpu], i);
+}
+
+/* The claim of task i ends when it starts: clear the oracle first. */
+static void start(int cpu, int i)
+{
+	struct place_task_rec *r = place__rec(&g.task[i]);
+	int err;
+
+	if (r->claim_gen) {
+		int q = r->queued_cpu;
+
+		if (atomic_load(&g.owner[q]) != i + 1)
+			oracle_fail("task %d carries a claim on CPU %d that the oracle does not know", i, q);
+		atomic_store(&g.owner[q], 0);
+	}
+	err = place_run_begin(g.p, cpu, &g.task[i]);
+	if (err)
+		oracle_fail("run_begin on CPU %d: %d", cpu, err);
+}
+
+static void *worker(void *arg)
+{
+	int cpu = (int)(intptr_t)arg;
+	unsigned seed = (unsigned)cpu * 7919u + 1;
+	bool parked = false;
+
+	while (!atomic_load(&g.stop)) {
+		int i = pop(&g.q[cpu]);
+
+		if (i < 0 && rnd(&seed) % 4 == 0) { /* steal */
+			i = pop(&g.q[rnd(&seed) % NCPU]);
+			if (i >= 0)
+				atomic_fetch_add(&g.steals, 1);
+		}
+		if (i < 0) {
+			if (!parked && place_idle_enter(g.p, cpu) != 0)
+				oracle_fail("idle_enter on CPU %d failed%.0d", cpu, 0);
+			parked = true;
+			sched_yield();
+			continue;
+		}
+		parked = false;
+		start(cpu, i);
+		for (volatile int spin = 0; spin < 200; spin++)
+			;
+		if (rnd(&seed) % 8 == 0) {
+			place_run_end(g.p, cpu, &g.task[i], PLACE_RUN_PREEMPT);
+			push(&g.q[cpu], i);
+		} else {
+			place_run_end(g.p, cpu, &g.task[i], PLACE_RUN_SLEEP);
+			if (rnd(&seed) % 4 == 0)
+				push(&g.sleeping, i);
+			else
+				wake(i, cpu, &seed);
+		}
+		atomic_fetch_add(&g.runs, 1);
+	}
+	return NULL;
+}
+
+static void *external(void *arg)
+{
+	unsigned seed = (unsigned)(intptr_t)arg;
+
+	while (!atomic_load(&g.stop)) {
+		int i = pop(&g.sleeping);
+
+		if (i < 0)
+			sched_yield();
+		else
+			wake(i, PLACE_CPU_NONE, &seed);
+	}
+	return NULL;
+}
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Each CPU's state word agrees with its queue: QUEUED = tasks there, and a
+ * CLAIMED bit exactly when one of them holds the current claim. */
+static void check_quiescent(void)
+{
+	for (int cpu = 0; cpu < NCPU; cpu++) {
+		uint64_t s = g.p->cpu[cpu].state;
+		int holders = 0;
+
+		for (int k = 0; k < g.q[cpu].n; k++) {
+			struct place_task_rec *r = place__rec(&g.task[g.q[cpu].item[k]]);
+
+			ck_assert_int_eq(r->queued_cpu, cpu);
+			holders += r->claim_gen && r->claim_gen == place__st_gen(s);
+		}
+		ck_assert_msg((int)place__st_queued(s) == g.q[cpu].n, "CPU %d: QUEUED %u, queue holds %d",
+			      cpu, place__st_queued(s), g.q[cpu].n);
+		ck_assert_int_le(holders, 1);
+		ck_assert_msg(!!(s & PLACE_ST_CLAIMED) == (holders == 1), "CPU %d: CLAIMED %d, holders %d",
+			      cpu, !!(s & PLACE_ST_CLAIMED), holders);
+	}
+}
+
+START_TEST(t_claims_are_exclusive)
+{
+	static const int policy[] = { PLACE_POLICY_SIS_CORE, PLACE_POLICY_LINEAR, PLACE_POLICY_EXACT };
+	place_topo *topo;
+	place_config cfg;
+	pthread_t th[NCPU + NEXTERNAL];
+	place_stats st;
+	uint64_t t0;
+
+	memset(&g, 0, sizeof(g));
+	ck_assert_int_eq(place_topo_load(&topo, TOPO_4C8T), 0);
+	place_config_init(&cfg);
+	cfg.policy = policy[_i];
+	cfg.util_period_ns = 100000; /* let SIS_UTIL move */
+	ck_assert_int_eq(place_create(&g.p, topo, &cfg), 0);
+	place_topo_free(topo);
+	for (int cpu = 0; cpu < NCPU; cpu++) {
+		pthread_mutex_init(&g.q[cpu].lock, NULL);
+		ck_assert_int_eq(place_worker_register(g.p, cpu, 0), 0);
+	}
+	pthread_mutex_init(&g.sleeping.lock, NULL);
+	for (int i = 0; i < NTASK; i++) {
+		place_task_init(&g.task[i], 0, 0);
+		push(&g.sleeping, i);
+	}
+	for (int k = 0; k < NCPU; k++)
+		pthread_create(&th[k], NULL, worker, (void *)(intptr_t)k);
+	for (int k = 0; k < NEXTERNAL; k++)
+		pthread_create(&th[NCPU + k], NULL, external, (void *)(intptr_t)(k + 100));
+	t0 = wall_ns();
+	while (wall_ns() - t0 < RUN_NS && !atomic_load(&g.failed))
+		usleep(10000);
+	atomic_store(&g.stop, 1);
+	for (int k = 0; k < NCPU + NEXTERNAL; k++)
+		pthread_join(th[k], NULL);
+
+	ck_assert_msg(!g.failed, "%s", g.why);
+	ck_assert_int_eq(place_stats_read(g.p, -1, &st), 0);
+	printf("policy %d: %ld wakeups, %ld runs, %ld steals, %ld releases; claims %lu, lost %lu, "
+	       "stolen %lu, stacked %lu, probed %lu\n",
+	       policy[_i], atomic_load(&g.wakeups), atomic_load(&g.runs), atomic_load(&g.steals),
+	       atomic_load(&g.releases), (unsigned long)st.claims, (unsigned long)st.lost_claims,
+	       (unsigned long)st.claims_stolen, (unsigned long)st.hit_fallback,
+	       (unsigned long)st.cpus_probed);
+	ck_assert_uint_eq(st.wakeups, (uint64_t)atomic_load(&g.wakeups));
+	ck_assert_uint_eq(st.claims_released, (uint64_t)atomic_load(&g.releases));
+	ck_assert_uint_gt(st.claims, 100);
+	check_quiescent();
+	place_destroy(g.p);
+}
+END_TEST
+
+static Suite *stress_suite(void)
+{
+	Suite *s = suite_create("engine_stress");
+	TCase *tc = tcase_create("threads");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, t_claims_are_exclusive, 0, 3);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return place_test_run(stress_suite());
+}
