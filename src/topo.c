@@ -84,7 +84,7 @@ static int parse_source(const char *source, struct src *s)
 /* hwloc 2 refuses hwloc 3 exports but says why only under HWLOC_XML_VERBOSE,
  * on stderr, which a library cannot capture. So read the version attribute of
  * the <topology> element ourselves and give hwloc's own words. */
-static int xml_version_major(FILE *f)
+static int xml_version(FILE *f, int *minor)
 {
 	char buf[4096];
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -92,8 +92,9 @@ static int xml_version_major(FILE *f)
 	int major;
 
 	buf[n] = '\0';
+	*minor = 0;
 	p = strstr(buf, "<topology");
-	if (!p || !(p = strstr(p, "version=\"")) || sscanf(p + 9, "%d", &major) != 1)
+	if (!p || !(p = strstr(p, "version=\"")) || sscanf(p + 9, "%d.%d", &major, minor) < 1)
 		return -1;
 	return major;
 }
@@ -104,7 +105,7 @@ static int check_xml_file(const struct src *s)
 {
 	struct stat st;
 	FILE *f;
-	int major;
+	int major, minor;
 
 	if (stat(s->arg, &st) != 0)
 		return place__fail(errno == ENOTDIR ? -ENOENT : -errno, "%s: %s", s->name,
@@ -114,12 +115,12 @@ static int check_xml_file(const struct src *s)
 	f = fopen(s->arg, "r");
 	if (!f)
 		return place__fail(-errno, "%s: cannot open: %s", s->name, strerror(errno));
-	major = xml_version_major(f);
+	major = xml_version(f, &minor);
 	fclose(f);
 	if (major > 2)
-		return place__fail(-EINVAL, "%s: cannot import XML version %d.0 > 2 "
+		return place__fail(-EINVAL, "%s: cannot import XML version %d.%d > 2 "
 				   "(an hwloc %d export; hwloc 2 reads XML v1 and v2 only)",
-				   s->name, major, major);
+				   s->name, major, minor, major);
 	return 0;
 }
 
@@ -380,6 +381,8 @@ static int load_records(const struct src *s, struct pu_rec **recs, int *nr)
 		err = read_pus(t, usable, recs, nr);
 	hwloc_bitmap_free(usable);
 	hwloc_topology_destroy(t);
+	if (err == -ENOMEM)
+		return place__fail(err, "%s: out of memory", s->name);
 	return err;
 }
 
@@ -477,6 +480,8 @@ static int assign_ids(const struct pu_rec *recs, int n, int *ids[NR_IDS], int nr
 	if (!keys)
 		return -ENOMEM;
 	for (int k = 0; k < NR_IDS; k++) {
+		/* every CPU has a node (PUs without one share a stand-in: key 0);
+		 * a CPU without a Package keeps package -1 (key -1) */
 		for (int i = 0; i < n; i++) {
 			const struct pu_rec *r = &recs[i];
 
