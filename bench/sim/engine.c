@@ -54,11 +54,14 @@ static void set_idle(struct sim *s, int c, bool idle)
 		s->llc_idle_cores[llc]--;
 }
 
+/* Idle: nothing running and nothing queued. A worker still waking up whose
+ * queued task was stolen meanwhile is idle: a task sent there waits behind
+ * nobody (it starts when the wakeup completes). */
 static void update_idle(struct sim *s, int c)
 {
 	const struct sim_cpu *cpu = &s->cpu[c];
 
-	set_idle(s, c, cpu->cur < 0 && cpu->qlen == 0 && !cpu->waking);
+	set_idle(s, c, cpu->cur < 0 && cpu->qlen == 0);
 }
 
 /* ---- progress and SMT speed --------------------------------------------- */
@@ -246,7 +249,10 @@ static bool try_steal(struct sim *s, int c)
 		for (int v = 0; v < s->m->nr_cpus; v++) {
 			struct sim_task *t;
 
-			if (v == c || s->cpu[v].qlen == 0 || distance(s->m, c, v) != d)
+			/* Only tasks queued behind a running one, as the kernel's idle
+			 * balance pulls from busy runqueues: a task on its way to a
+			 * waking worker starts within the wakeup latency anyway. */
+			if (v == c || s->cpu[v].qlen == 0 || s->cpu[v].cur < 0 || distance(s->m, c, v) != d)
 				continue;
 			t = rq_pop(s, v);
 			update_idle(s, v);

@@ -129,7 +129,7 @@ struct sim_cpu {
 	int qhead, qtail; /* FIFO of queued task ids, -1 when empty */
 	int qlen;
 	bool waking;      /* its parked worker is being woken (wakeup latency) */
-	bool idle;        /* no task running, queued or arriving */
+	bool idle;        /* no task running or queued */
 	unsigned gen;     /* invalidates a stale SIM_EV_BURST_END */
 	unsigned rate;    /* speed of cur, per mille of full speed */
 	uint64_t since;   /* when cur's progress was last accounted */
