@@ -232,13 +232,18 @@ PLACE_EXTERN const place_topo *place_get_topo(const place *p);
 #define PLACE_WORKER_BIND (1u << 0) /* also pin the calling thread to cpu */
 
 /* A worker now serves cpu; it starts idle. Only CPUs with a registered worker
- * are ever returned by place_wakeup(). -EINVAL bad p or flags, -ENODEV cpu not
- * usable, -EEXIST already registered, or the errno of sched_setaffinity.
+ * are ever returned by place_wakeup(). With PLACE_WORKER_BIND the calling
+ * thread is pinned to cpu first (nothing changes if that fails).
+ * -EINVAL bad p or flags, -ENODEV cpu not usable, -EEXIST already registered,
+ * or the negative errno of sched_setaffinity.
  * Any thread; not concurrently with another register/unregister of the same cpu. */
 PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags);
 
-/* The worker of cpu is gone; cpu is no longer returned. -ENOENT when no
- * worker is registered there. */
+/* The worker of cpu is gone; cpu is no longer claimed nor chosen. A claim
+ * still held there survives until its task runs elsewhere or it is released.
+ * A wakeup running concurrently may still return cpu (as its fallback).
+ * -EINVAL p NULL, -ENODEV cpu not usable, -ENOENT no worker registered there.
+ * Any thread; not concurrently with calls made by cpu's worker. */
 PLACE_EXTERN int place_worker_unregister(place *p, int cpu);
 
 /* ------------------------------------------------------------------------ */
@@ -254,8 +259,10 @@ typedef struct place_task {
 	uint64_t priv[12];          /* private */
 } place_task;
 
-/* Initialise a task record: no previous CPU, cookie (0 = trusted, untagged),
- * NUMA group (0 = none). */
+/* Initialise a task record: no previous CPU, no history, any CPU allowed,
+ * cookie (0 = trusted, untagged), NUMA group (0 = none). data is left alone.
+ * NULL is accepted (nothing happens). A record that was never initialised is
+ * refused by every call with -EINVAL. */
 PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group);
 
 /* Restrict t to the CPUs in set (size bytes, as CPU_ALLOC_SIZE gives; NULL =
@@ -274,28 +281,69 @@ PLACE_EXTERN size_t place_task_size(void);
 #define PLACE_WAKE_NEW     (1u << 2) /* first placement: no previous CPU */
 
 /* Task t became runnable: returns the OS CPU whose worker should run it.
- * Unless NOCLAIM, an idle CPU returned is claimed for t (no concurrent wakeup
- * gets it) until t starts running anywhere or place_claim_release().
- * waker_cpu is the CPU of the waking worker, or PLACE_CPU_NONE.
- * -EINVAL bad arguments or flags, -ENODEV waker_cpu not usable, -ESRCH no
- * registered worker is allowed for t. Any thread. */
+ *
+ * The kernel's order: wake_affine picks the waker's CPU or t's previous CPU
+ * (SYNC and the waker runs one task -> waker; the waker runs exactly one
+ * short task -> waker; wake_wide turns this off for 1:N wakers); then, in
+ * that target's LLC: the target if idle, prev, t's recently used CPU, a
+ * whole idle core (when one is hinted), an idle SMT sibling of prev, an idle
+ * CPU (a bounded scan). A new task (PLACE_WAKE_NEW, or no usable previous
+ * CPU) starts in the LLC with the most idle CPUs. Only registered CPUs
+ * inside t->cpus are considered. When nothing idle is found the target
+ * itself is returned (the task stacks there; counted in hit_fallback).
+ *
+ * Claims. Unless PLACE_WAKE_NOCLAIM (or the CLAIM feature is off), an idle
+ * CPU returned is claimed for t with one compare-and-swap: no concurrent
+ * wakeup gets it, and it is not idle for anyone, until t starts running
+ * anywhere (place_run_begin on that CPU or on a thief) or the claim is
+ * released (place_claim_release). Its worker parking does not end it.
+ * Every answer other than NOCLAIM also counts t as queued on the CPU it
+ * returns (nr_running for later wake_affine decisions) until t starts.
+ * PLACE_WAKE_NOCLAIM answers only: no claim, nothing counted, t's record
+ * and the waker's untouched (stale idle-mask bits may still be repaired).
+ * Waking a task that still holds a claim or queue slot from an earlier
+ * wakeup it never ran after gives that up first.
+ *
+ * waker_cpu is the CPU of the waking worker, and then the caller must be
+ * that worker's thread (libplace updates the waker's running task's wakee
+ * flips); otherwise PLACE_CPU_NONE: no wake-affine, placement around prev.
+ *
+ * -EINVAL p or t NULL, t not initialised, unknown flags, t->cpus set with a
+ * zero size; -ENODEV waker_cpu not a usable CPU; -ESRCH no registered worker
+ * is allowed for t. Any thread, concurrently with every call except the
+ * ones on the same task. Lock-free, allocation-free. */
 PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags);
 
-/* The worker of cpu found its queue empty and is about to park. Only that worker. */
+/* The worker of cpu found its queue empty and is about to park. The CPU
+ * becomes idle; it enters the idle mask unless a wakeup is pending on it (a
+ * claimed or stacked task on its way). Calling it again while parked is
+ * harmless. -EINVAL p NULL, -ENODEV cpu not usable, -ENOENT no worker there,
+ * -EBUSY a task is still running there (place_run_end first).
+ * Only that worker. */
 PLACE_EXTERN int place_idle_enter(place *p, int cpu);
 
-/* The worker of cpu starts running t (ends t's claim, wherever it was). Only
- * that worker. */
+/* The worker of cpu starts running t: cpu is busy, and t's claim or queue
+ * slot ends wherever it was. If t was claimed on another CPU (cpu stole it)
+ * and that CPU is idle, it is idle for new wakeups again. -EINVAL p NULL or
+ * t NULL or not initialised, -ENODEV cpu not usable, -ENOENT no worker
+ * there, -EBUSY the worker already runs a task. Only that worker. */
 PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
 
 #define PLACE_RUN_SLEEP   0u /* t blocked and will be woken again */
 #define PLACE_RUN_EXIT    1u /* t finished */
 #define PLACE_RUN_PREEMPT 2u /* t was preempted and stays runnable on cpu */
 
-/* t stopped running on cpu. Only the worker of cpu. */
+/* t stopped running on cpu. SLEEP and EXIT update t's average run between
+ * sleeps (the short-task estimate); PREEMPT keeps the run going and counts t
+ * as queued on cpu. -EINVAL p NULL, t is not the task running on cpu, or how
+ * unknown; -ENODEV, -ENOENT as above. Only the worker of cpu. */
 PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
 
-/* A wakeup that claimed cpu could not be delivered: release the claim. */
+/* A wakeup that claimed cpu could not be delivered: release the claim held
+ * on cpu (whichever task holds it; that task's later run_begin then ends
+ * nothing). If cpu is idle it is idle for new wakeups again. Works after the
+ * worker was unregistered. -EINVAL p NULL, -ENODEV cpu not usable, -ENOENT
+ * no claim is held on cpu. Any thread. */
 PLACE_EXTERN int place_claim_release(place *p, int cpu);
 
 /* ------------------------------------------------------------------------ */
@@ -325,7 +373,10 @@ typedef struct place_stats {
 
 /* Read the counters of LLC domain llc (its dense id), or of the whole instance
  * when llc is -1. Counters are summed from per-CPU slots without stopping
- * writers: each is exact, the set is not a single snapshot. */
+ * writers: each is exact, the set is not a single snapshot. A wakeup counts
+ * in the waker's LLC, or, with PLACE_CPU_NONE, in the LLC it placed the task
+ * in (schedstat counts on the waking CPU). hit_* add up to wakeups.
+ * -EINVAL p or out NULL, -ERANGE llc not -1 nor a dense LLC id. Any thread. */
 PLACE_EXTERN int place_stats_read(const place *p, int llc, place_stats *out);
 
 #ifdef __cplusplus
