@@ -190,17 +190,26 @@ static void start_delivery(struct place *p, int cpu, struct place_task_rec *r, u
 	r->claim_gen = 0;
 }
 
-PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
+/* What every task edge checks first: cpu has a worker, t is a record.
+ * Returns the dense CPU or a negative errno. */
+static int task_edge(place *p, int cpu, place_task *t, struct place_task_rec **r)
 {
 	int d = place__worker_cpu(p, cpu);
-	struct place_task_rec *r = place__task_rec(t);
+
+	if (d >= 0 && !(*r = place__task_rec(t)))
+		return -EINVAL;
+	return d;
+}
+
+PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
+{
+	struct place_task_rec *r;
+	int d = task_edge(p, cpu, t, &r);
 	struct place_cpu *c;
 	uint64_t now;
 
 	if (d < 0)
 		return d;
-	if (!r)
-		return -EINVAL;
 	c = &p->cpu[d];
 	if (place_load_32(&c->running))
 		return -EBUSY;
@@ -225,15 +234,15 @@ static uint64_t update_avg(uint64_t avg, uint64_t sample)
 
 PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 {
-	int d = place__worker_cpu(p, cpu);
-	struct place_task_rec *r = place__task_rec(t);
+	struct place_task_rec *r;
+	int d = task_edge(p, cpu, t, &r);
 	struct place_cpu *c;
 	uint64_t now;
 
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
-	if (!r || how > PLACE_RUN_PREEMPT || c->curr != t)
+	if (how > PLACE_RUN_PREEMPT || c->curr != t)
 		return -EINVAL;
 	now = place__now(p);
 	r->run_accum_ns += now > c->run_start ? now - c->run_start : 0;
