@@ -11,7 +11,9 @@
  * for the whole row. Each measured step copies a task record from a fixed
  * set of templates (each template last ran on a random CPU, so its prev_cpu
  * is busy with the row's probability), wakes it with no waker
- * (PLACE_CPU_NONE: placement around prev_cpu), and then undoes the wakeup:
+ * (PLACE_CPU_NONE: an I/O thread, placement around prev_cpu; --waker worker
+ * makes a random busy CPU's worker the waker instead, single-thread rows
+ * only), and then undoes the wakeup:
  * a claimed idle CPU either gets its claim released or runs the task and goes
  * idle again (alternating steps); a stacked wakeup (a busy CPU returned) is
  * run by that CPU's worker between two slices of its dummy task. So every
@@ -104,6 +106,7 @@ struct opts {
 	unsigned features;
 	bool tsv;
 	bool callgrind;
+	bool worker_waker;   /* --waker worker */
 	bool contended;      /* also the 2-thread rows */
 	unsigned topo_mask;  /* bit i: topo_defs[i] */
 	unsigned load_mask;
@@ -265,11 +268,20 @@ struct bench {
 	int nr_cpus;
 	int *os;              /* [nr_cpus] dense -> OS number */
 	bool *busy;           /* [cpu_limit] runs a dummy task */
+	int *busy_cpus;       /* [nr_busy] */
 	int *owner;           /* [cpu_limit] bench-side guard for the stacked undo */
 	place_task *dummy;    /* [cpu_limit] the busy CPUs' tasks */
 	place_task tmpl[NR_TEMPLATES];
 	uint64_t vclock;
 	int nr_busy;
+	bool worker_waker;
+	/* Undo a claim by place_claim_release on half the steps. Only when
+	 * this thread's wakeup surely claimed the idle CPU it got: with one
+	 * thread and PLACE_FEAT_CLAIM. With two, the CPU may be another
+	 * thread's claim that this wakeup stacked behind, and the release
+	 * (by CPU, not by task) would end that claim instead: the run cycle,
+	 * which ends exactly this task's claim or queue entry, is used. */
+	bool release_ok;
 };
 
 /* Each template last ran on a random CPU, before the load is set. */
@@ -300,6 +312,7 @@ static void bench_load(struct bench *b, int load, uint64_t *rng)
 
 		perm[j] = perm[i];
 		b->busy[cpu] = true;
+		b->busy_cpus[i] = cpu;
 		place_task_init(&b->dummy[cpu], 0, 0);
 		check("run_begin dummy", place_run_begin(b->p, cpu, &b->dummy[cpu]));
 	}
@@ -332,6 +345,7 @@ static struct bench *bench_create(const place_topo *topo, int policy, int load,
 	b->nr_cpus = check("nr_cpus", place_topo_nr_cpus(topo));
 	b->os = xcalloc((size_t)b->nr_cpus, sizeof(*b->os));
 	b->busy = xcalloc((size_t)limit, sizeof(*b->busy));
+	b->busy_cpus = xcalloc((size_t)b->nr_cpus, sizeof(*b->busy_cpus));
 	b->owner = xcalloc((size_t)limit, sizeof(*b->owner));
 	b->dummy = xcalloc((size_t)limit, sizeof(*b->dummy));
 	for (int i = 0; i < b->nr_cpus; i++) {
@@ -349,6 +363,7 @@ static void bench_destroy(struct bench *b)
 	place_destroy(b->p);
 	free(b->os);
 	free(b->busy);
+	free(b->busy_cpus);
 	free(b->owner);
 	free(b->dummy);
 	free(b);
@@ -357,15 +372,25 @@ static void bench_destroy(struct bench *b)
 /* ------------------------------------------------------------------------ */
 /* One step: a wakeup and its undo                                           */
 
+static void guard_take(struct bench *b, int cpu)
+{
+	while (__atomic_exchange_n(&b->owner[cpu], 1, __ATOMIC_ACQUIRE))
+		;
+}
+
+static void guard_drop(struct bench *b, int cpu)
+{
+	__atomic_store_n(&b->owner[cpu], 0, __ATOMIC_RELEASE);
+}
+
 /* The worker of busy cpu runs the stacked task t between two slices of its
- * dummy. Untimed. Skipped when another thread is doing the same on cpu (the
- * API allows one worker per CPU). */
+ * dummy. Untimed. The guard waits while another thread does the same on cpu
+ * (the API allows one worker per CPU). */
 static void undo_stacked(struct bench *b, int cpu, place_task *t, struct samples *s)
 {
 	place *p = b->p;
 
-	if (__atomic_exchange_n(&b->owner[cpu], 1, __ATOMIC_ACQUIRE))
-		return;
+	guard_take(b, cpu);
 	if (s) {
 		s[OP_BEGIN].untimed += 2;
 		s[OP_END].untimed += 2;
@@ -374,7 +399,7 @@ static void undo_stacked(struct bench *b, int cpu, place_task *t, struct samples
 	check("run_begin stacked", place_run_begin(p, cpu, t));
 	check("run_end stacked", place_run_end(p, cpu, t, PLACE_RUN_SLEEP));
 	check("run_begin dummy", place_run_begin(p, cpu, &b->dummy[cpu]));
-	__atomic_store_n(&b->owner[cpu], 0, __ATOMIC_RELEASE);
+	guard_drop(b, cpu);
 }
 
 /* The claimed idle cpu runs t and goes idle again: the idle edges. */
@@ -382,9 +407,18 @@ static void undo_run(struct bench *b, int cpu, place_task *t, struct samples *s)
 {
 	place *p = b->p;
 
+	guard_take(b, cpu);
 	check("run_begin", TIMED(s ? &s[OP_BEGIN] : NULL, place_run_begin(p, cpu, t)));
 	check("run_end", TIMED(s ? &s[OP_END] : NULL, place_run_end(p, cpu, t, PLACE_RUN_SLEEP)));
 	check("idle_enter", TIMED(s ? &s[OP_IDLE] : NULL, place_idle_enter(p, cpu)));
+	guard_drop(b, cpu);
+}
+
+static int waker_of(const struct bench *b, uint64_t r)
+{
+	if (!b->worker_waker || b->nr_busy == 0)
+		return PLACE_CPU_NONE;
+	return b->busy_cpus[(r >> 20) % (uint64_t)b->nr_busy];
 }
 
 static void step(struct bench *b, place_task *t, uint64_t *rng, struct samples *s)
@@ -395,10 +429,10 @@ static void step(struct bench *b, place_task *t, uint64_t *rng, struct samples *
 	*t = b->tmpl[r % NR_TEMPLATES];
 	__atomic_fetch_add(&b->vclock, VCLOCK_STEP_NS, __ATOMIC_RELAXED);
 	cpu = check("wakeup", TIMED(s ? &s[OP_WAKE] : NULL,
-				    place_wakeup(b->p, t, PLACE_CPU_NONE, 0)));
+				    place_wakeup(b->p, t, waker_of(b, r), 0)));
 	if (b->busy[cpu])
 		undo_stacked(b, cpu, t, s);
-	else if (r & (1ull << 40))
+	else if (!b->release_ok || (r & (1ull << 40)))
 		undo_run(b, cpu, t, s);
 	else
 		check("claim_release", TIMED(s ? &s[OP_REL] : NULL,
@@ -520,6 +554,8 @@ static void row_run(const place_topo *topo, int ti, int li, int pi, int threads,
 	struct worker w[8];
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
+	b->worker_waker = o->worker_waker && threads == 1;
+	b->release_ok = threads == 1 && (o->features & PLACE_FEAT_CLAIM);
 	memset(w, 0, sizeof(w));
 	for (int i = 0; i < threads; i++) {
 		w[i] = (struct worker){ .b = b, .o = o, .cpu = threads > 1 ? i % ncpu : -1 };
@@ -590,9 +626,9 @@ static bool callgrind_row(const struct opts *o, struct row *r)
 	snprintf(cmd, sizeof(cmd),
 		 "valgrind --tool=callgrind --toggle-collect=bench_measured "
 		 "--compress-strings=no --compress-pos=no --callgrind-out-file=%s "
-		 "'%s' --one %s %s %d --calls %s --seed %s --features %s 2>/dev/null",
+		 "'%s' --one %s %s %d --calls %s --seed %s --features %s --waker %s 2>/dev/null",
 		 out, o->self, policy_defs[r->policy].name, topo_defs[r->topo].name,
-		 load_defs[r->load], calls, seed, feat);
+		 load_defs[r->load], calls, seed, feat, o->worker_waker ? "worker" : "none");
 	pipe = popen(cmd, "r");
 	if (!pipe)
 		return false;
@@ -819,6 +855,8 @@ static const char usage_text[] =
 	"  --topo LIST      of 16,64,256,1024 (default all)\n"
 	"  --load LIST      of 0,50,90,99 (default all)\n"
 	"  --policy LIST    of LINEAR,SIS_CORE,EXACT (default all)\n"
+	"  --waker W        none (default: PLACE_CPU_NONE) or worker (a random busy\n"
+	"                   CPU wakes; single-thread rows only)\n"
 	"  --no-contended   skip the 2-thread rows (256 CPUs, shared instance)\n"
 	"  --callgrind      also count instructions per call: each row once more\n"
 	"                   under valgrind --tool=callgrind, with min(--calls, 5000)\n"
@@ -868,7 +906,7 @@ static long parse_num(const char *arg)
 }
 
 enum { O_CALLS = 256, O_WARMUP, O_SEED, O_FEATURES, O_TOPO, O_LOAD, O_POLICY,
-       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_HELP };
+       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_HELP };
 
 static const struct option long_opts[] = {
 	{ "calls", required_argument, NULL, O_CALLS },
@@ -882,6 +920,7 @@ static const struct option long_opts[] = {
 	{ "callgrind", no_argument, NULL, O_CALLGRIND },
 	{ "one", required_argument, NULL, O_ONE },
 	{ "format", required_argument, NULL, O_FORMAT },
+	{ "waker", required_argument, NULL, O_WAKER },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -903,6 +942,11 @@ static void parse_opt(int c, const char *arg, struct opts *o, const char **one)
 		if (strcmp(arg, "tsv") && strcmp(arg, "table"))
 			usage(2);
 		o->tsv = !strcmp(arg, "tsv");
+		break;
+	case O_WAKER:
+		if (strcmp(arg, "none") && strcmp(arg, "worker"))
+			usage(2);
+		o->worker_waker = !strcmp(arg, "worker");
 		break;
 	case O_HELP: usage(0); break;
 	default: usage(2);
@@ -1019,9 +1063,9 @@ static void run_callgrind(struct opts *o, struct row *rows, int nr)
 static void print_header(const struct opts *o)
 {
 	printf("place-bench %s: seed %" PRIu64 ", %ld calls per row (+%ld warm-up), features 0x%x,\n"
-	       "virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted)\n",
+	       "waker %s, virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted)\n",
 	       place_version_string(), o->seed, o->calls, o->warmup, o->features,
-	       VCLOCK_STEP_NS, timer_cost);
+	       o->worker_waker ? "a busy CPU's worker" : "PLACE_CPU_NONE", VCLOCK_STEP_NS, timer_cost);
 	for (int ti = 0; ti < NR_TOPOS; ti++)
 		if (selected(o->topo_mask, ti))
 			printf("  %-5s %s\n", topo_defs[ti].name, topo_defs[ti].spec);

@@ -340,6 +340,8 @@ struct loop {
 	place_task tmpl[NR_TMPL];
 	cpu_set_t *set;       /* the even CPUs: a restriction for some templates */
 	size_t set_size;
+	int nr_busy;
+	int target_busy;      /* percent: the owner's load changes move towards it */
 	int err;              /* first failing return code, checked after the window */
 	const char *err_what;
 };
@@ -401,9 +403,20 @@ static void loop_busy(struct loop *l, int cpu, bool busy)
 		note(l, "idle_enter", place_idle_enter(l->p, cpu));
 	}
 	l->busy[cpu] = busy;
+	l->nr_busy += busy ? 1 : -1;
 }
 
-static void loop_init(struct loop *l, int topo, int policy)
+/* Start or stop a random CPU's dummy, towards target_busy percent. */
+static void loop_drift(struct loop *l, uint64_t r)
+{
+	int c = l->os[r % (uint64_t)l->nr];
+	bool below = l->nr_busy * 100 < l->target_busy * l->nr;
+
+	if (l->busy[c] != below)
+		loop_busy(l, c, below);
+}
+
+static void loop_init(struct loop *l, int topo, int policy, int busy_pct)
 {
 	uint64_t rng = 12345 + (uint64_t)topo * 7 + (uint64_t)policy;
 	place_config cfg;
@@ -426,8 +439,9 @@ static void loop_init(struct loop *l, int topo, int policy)
 	}
 	loop_set(l);
 	loop_templates(l, &rng);
+	l->target_busy = busy_pct;
 	for (int i = 0; i < l->nr; i++)
-		if (rng_next(&rng) & 1)
+		if ((int)(rng_next(&rng) % 100) < busy_pct)
 			loop_busy(l, l->os[i], true);
 }
 
@@ -450,13 +464,18 @@ static void undo_stacked(struct loop *l, int cpu, place_task *t)
 	note(l, "run_begin dummy", place_run_begin(l->p, cpu, &l->dummy[cpu]));
 }
 
-/* Undo a claim: release it, or run t on the claimed CPU and park it again. */
-static void undo_claim(struct loop *l, int cpu, place_task *t, uint64_t r)
+/* Undo a claim: release it, or run t on the claimed CPU (or, for the owner,
+ * on another idle CPU: a thief) and park that CPU again. */
+static void undo_claim(struct loop *l, int cpu, place_task *t, uint64_t r, bool owner)
 {
+	int thief = l->os[(r >> 24) % (uint64_t)l->nr];
+
 	if (r & (1ull << 40)) {
 		note(l, "claim_release", place_claim_release(l->p, cpu));
 		return;
 	}
+	if (owner && !l->busy[thief] && (r & (1ull << 42)))
+		cpu = thief; /* idle and unclaimed: the only claim out is ours */
 	note(l, "run_begin", place_run_begin(l->p, cpu, t));
 	note(l, "run_end", place_run_end(l->p, cpu, t,
 					  r & (1ull << 41) ? PLACE_RUN_SLEEP : PLACE_RUN_EXIT));
@@ -464,7 +483,7 @@ static void undo_claim(struct loop *l, int cpu, place_task *t, uint64_t r)
 }
 
 /* One wakeup with random flags and waker, and its undo. The owner also acts
- * as the busy CPUs' workers: it runs stacked tasks and changes the load. */
+ * as the busy CPUs' workers: it runs stacked tasks and moves the load. */
 static void loop_step(struct loop *l, place_task *t, uint64_t *rng, bool owner)
 {
 	uint64_t r = rng_next(rng);
@@ -478,14 +497,11 @@ static void loop_step(struct loop *l, place_task *t, uint64_t *rng, bool owner)
 	if (cpu < 0 || (flags & PLACE_WAKE_NOCLAIM))
 		;
 	else if (!l->busy[cpu])
-		undo_claim(l, cpu, t, r);
+		undo_claim(l, cpu, t, r, owner);
 	else if (owner)
 		undo_stacked(l, cpu, t);
-	if (owner && (r >> 44) % 16 == 0) {
-		int c = l->os[(r >> 48) % (uint64_t)l->nr];
-
-		loop_busy(l, c, !l->busy[c]);
-	}
+	if (owner && (r >> 44) % 8 == 0)
+		loop_drift(l, r >> 48);
 }
 
 static void loop_run(struct loop *l, uint64_t seed, int steps, bool owner)
@@ -496,12 +512,31 @@ static void loop_run(struct loop *l, uint64_t seed, int steps, bool owner)
 		loop_step(l, &t, &seed, owner);
 }
 
+/* What the loop exercised, for the log: claims and releases, stacking,
+ * repair, lost claims. */
+static void print_coverage(struct loop *l)
+{
+	place_stats st;
+
+	ck_assert_int_eq(place_stats_read(l->p, -1, &st), 0);
+	printf("  wakeups %lu: claimed %lu, released %lu, stolen %lu, stacked %lu, idle core %lu, "
+	       "idle cpu %lu, sibling %lu, false positives %lu, lost claims %lu, idle enters %lu\n",
+	       (unsigned long)st.wakeups, (unsigned long)st.claims,
+	       (unsigned long)st.claims_released, (unsigned long)st.claims_stolen,
+	       (unsigned long)st.hit_fallback, (unsigned long)st.hit_idle_core,
+	       (unsigned long)st.hit_idle_cpu, (unsigned long)st.hit_sibling,
+	       (unsigned long)st.false_positives, (unsigned long)st.lost_claims,
+	       (unsigned long)st.idle_enters);
+	ck_assert_uint_gt(st.claims, 0);
+}
+
 static void assert_clean(struct loop *l, const char *what)
 {
 	ck_assert_msg(!l->err, "%s returned %d (%s)", l->err_what, l->err, place_strerror(l->err));
 	if (skip_counts(what))
 		return;
 	window_print(what);
+	print_coverage(l);
 	ck_assert_msg(window_total() == 0, "%s: %lu allocations or locks", what, window_total());
 }
 
@@ -511,10 +546,12 @@ START_TEST(t_hot_single)
 	struct loop l;
 	char what[128];
 
-	loop_init(&l, _i / NR_POLICY, _i % NR_POLICY);
+	loop_init(&l, _i / NR_POLICY, _i % NR_POLICY, 50);
 	loop_run(&l, 99, WARMUP, true);
 	window_open();
-	loop_run(&l, 100, STEPS, true);
+	loop_run(&l, 100, STEPS / 2, true);
+	l.target_busy = 95; /* the owner's changes take the load there */
+	loop_run(&l, 101, STEPS / 2, true);
 	window_close();
 	snprintf(what, sizeof(what), "%s, %s, %d steps", topo_src[_i / NR_POLICY],
 		 policy_name[_i % NR_POLICY], STEPS);
@@ -523,8 +560,8 @@ START_TEST(t_hot_single)
 }
 END_TEST
 
-/* Two threads wake, release and run claimed CPUs concurrently. The busy set
- * stays fixed: no thread acts as a busy CPU's worker. */
+/* Two threads wake, release and run claimed CPUs concurrently, 90% busy.
+ * The busy set stays fixed: no thread acts as a busy CPU's worker. */
 struct hot_thread {
 	struct loop *l;
 	pthread_barrier_t *bar;
@@ -552,7 +589,7 @@ START_TEST(t_hot_threads)
 	struct hot_thread h[2];
 	char what[128];
 
-	loop_init(&l, 1, _i);
+	loop_init(&l, 1, _i, 90);
 	pthread_barrier_init(&bar, NULL, 3);
 	for (int i = 0; i < 2; i++) {
 		h[i] = (struct hot_thread){ .l = &l, .bar = &bar, .seed = 1000 + (uint64_t)i * 77 };
