@@ -58,6 +58,20 @@ demo() {
 	echo
 	echo "== place-info: modelled 2x64-core Zen3 (2 packages, 16 L3s, SMT2)"
 	./place-info --topology "$ZEN3"
+	# The simulator drives the real library on the modelled machine; see BENCHMARKS.md.
+	sim_policies=linear-claim,sis_core-claim,sis_core,exact,lifo,random
+	echo
+	echo "== place-sim: hackbench on the modelled Zen3, light / busy / overloaded / saturated"
+	echo "   (virtual time; idle workers steal nearest-first as the example pool does; median of 3 seeds)"
+	./place-sim --topology "$ZEN3" --workload hackbench --load 2,8,32,128 --loops 20 --steal --runs 3 \
+		--policies "$sim_policies" --format brief --summary --quiet
+	echo
+	echo "== place-sim: the same without stealing (placement alone, no load balancer)"
+	./place-sim --topology "$ZEN3" --workload hackbench --load 2,8,32 --loops 20 \
+		--policies "$sim_policies" --format summary --summary --quiet | tail -n +3
+	echo
+	echo "== place-poolbench: the example pool on this machine, libplace vs LIFO wake (real time)"
+	./place-poolbench --repeat 5
 }
 
 # Print every test log (each lists its cases, then Check's summary line).

@@ -405,7 +405,7 @@ static int parse_args(int argc, char **argv, struct opts *o, struct bench *b)
 
 int main(int argc, char **argv)
 {
-	struct bench b = { .groups = 4, .senders = 10, .receivers = 10, .loops = 200, .pairs = 0, .hops = 20000 };
+	struct bench b = { .groups = 4, .senders = 10, .receivers = 10, .loops = 2000, .pairs = 0, .hops = 50000 };
 	struct opts o = { .modes = "sis_core,lifo", .repeat = 3 };
 	struct mode modes[MAX_MODES];
 	place_topo *topo;

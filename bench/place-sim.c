@@ -32,6 +32,7 @@ struct opts {
 	const char *load_name;
 	int fmt;
 	bool host_time, quiet, summary;
+	int runs;
 	struct sim_params prm;
 };
 
@@ -58,10 +59,11 @@ static void usage(FILE *f)
 	      "  --policies LIST      all, or NAME[-feat|+feat...],... (see BENCHMARKS.md)\n"
 	      "  --load LIST          sweep of the workload's load: 1,4,16 or A..B (doubling) or A..B+K\n"
 	      "                       (hackbench/mix: groups, schbench: workers, pingpong: pairs, stream: threads)\n"
-	      "  --format F           table | tsv | json (default table)\n"
+	      "  --format F           table | brief (fewer columns) | summary (no rows) | tsv | json\n"
 	      "  --seed N             PRNG seed (default 1); same seed, same output\n"
+	      "  --runs N             run seeds N..N+runs-1, report the run with the median time (default 1)\n"
 	      "  --no-host-time       omit host ns per decision (byte-identical output across runs)\n"
-	      "  --summary            after the table, one line per load: who wins, by how much\n"
+	      "  --summary            after the table, two lines per load: who wins, by how much\n"
 	      "  --quiet              no progress on stderr\n"
 	      "machine model:\n"
 	      "  --smt-factor F (0.6)  --wake-ns N (4000)  --llc-penalty-ns N (5000)  --node-penalty-ns N (15000)\n"
@@ -132,7 +134,7 @@ enum {
 	O_SUMMARY, O_SMT, O_WAKE, O_LLC_PEN, O_NODE_PEN, O_DECISION, O_PROBE, O_SLICE, O_JITTER,
 	O_STEAL, O_MAX_TIME, O_GROUPS, O_SENDERS, O_RECEIVERS, O_LOOPS, O_PIPE, O_SEND_NS, O_RECV_NS,
 	O_MSG_THREADS, O_WORKERS, O_ROUNDS, O_WORK_NS, O_MSG_NS, O_PAIRS, O_HOPS, O_RUN_NS, O_THREADS,
-	O_ITERS, O_BURST_NS, O_HELP
+	O_ITERS, O_BURST_NS, O_RUNS, O_HELP
 };
 
 static const struct option long_opts[] = {
@@ -173,6 +175,7 @@ static const struct option long_opts[] = {
 	{ "threads", required_argument, NULL, O_THREADS },
 	{ "iters", required_argument, NULL, O_ITERS },
 	{ "burst-ns", required_argument, NULL, O_BURST_NS },
+	{ "runs", required_argument, NULL, O_RUNS },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -239,6 +242,10 @@ static int parse_format(const char *s, int *fmt)
 		*fmt = SIM_FMT_TSV;
 	else if (!strcmp(s, "json"))
 		*fmt = SIM_FMT_JSON;
+	else if (!strcmp(s, "brief"))
+		*fmt = SIM_FMT_BRIEF;
+	else if (!strcmp(s, "summary"))
+		*fmt = SIM_FMT_NONE;
 	else
 		return -EINVAL;
 	return 0;
@@ -254,6 +261,8 @@ static int apply_opt(struct opts *o, int opt, const char *arg)
 		err = parse_int(arg, ip, min);
 	else if ((up = u64_param(&o->prm, opt)))
 		err = parse_u64(arg, up);
+	else if (opt == O_RUNS)
+		err = parse_int(arg, &o->runs, 1);
 	else if (opt == O_SMT)
 		err = parse_smt(arg, &o->prm.smt_permille);
 	else if (opt == O_FORMAT)
@@ -289,6 +298,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->workload = "hackbench";
 	o->policies = "all";
 	o->host_time = true;
+	o->runs = 1;
 	sim_params_default(&o->prm);
 	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
 		if (opt == O_HELP || opt == 'h') {
@@ -339,33 +349,51 @@ static const struct sim_result *find(const struct sim_result *r, int n, const ch
 	return NULL;
 }
 
-static void compare(const struct sim_result *r, int n, const char *a, const char *b, const char *label)
+static double gain(const struct sim_result *r, int n, const char *a, const char *b, bool *ok)
 {
 	const struct sim_result *x = find(r, n, a), *y = find(r, n, b);
 
-	if (x && y && thr(y) > 0)
-		printf("; %s %+.1f%%", label, (thr(x) / thr(y) - 1.0) * 100.0);
+	*ok = x && y && thr(y) > 0;
+	return *ok ? (thr(x) / thr(y) - 1.0) * 100.0 : 0.0;
 }
 
-/* One line per load level: the fastest policy and the comparisons the seeds make. */
+static double miss_pct(const struct sim_result *r)
+{
+	return r->run_starts ? 100.0 * (double)r->idle_core_misses / (double)r->run_starts : 0.0;
+}
+
+/* Two lines per load level: the fastest policy, then the comparisons the
+ * seeds and the issue make (SIS_CORE against the linear scan, libplace
+ * against the baselines, idle-core misses). */
 static void summary_line(const char *load_name, const struct sim_result *r, int n)
 {
-	int best = 0;
+	const struct sim_result *sc = find(r, n, "sis_core"), *lifo = find(r, n, "lifo"), *rnd = find(r, n, "random");
+	int best = 0, worst = 0;
+	bool ok;
+	double g;
 
-	for (int i = 1; i < n; i++)
+	for (int i = 1; i < n; i++) {
 		if (thr(&r[i]) > thr(&r[best]))
 			best = i;
-	printf("%s=%d: fastest %s", load_name, r[0].load, r[best].policy);
-	compare(r, n, "sis_core-claim", "linear-claim", "sis_core vs linear (kernel-like, no claim)");
-	compare(r, n, "sis_core", "linear", "with claim");
-	compare(r, n, "sis_core", "lifo", "sis_core vs lifo");
-	compare(r, n, "sis_core", "random", "vs random");
-	for (int i = 0; i < n; i++)
-		if (!strcmp(r[i].policy, "sis_core") || !strcmp(r[i].policy, "lifo") ||
-		    !strcmp(r[i].policy, "random"))
-			printf("; %s icmiss %.1f%% p99 %.0fus", r[i].policy,
-			       r[i].run_starts ? 100.0 * (double)r[i].idle_core_misses / (double)r[i].run_starts : 0.0,
-			       (double)r[i].lat_p99 / 1e3);
+		if (thr(&r[i]) < thr(&r[worst]))
+			worst = i;
+	}
+	printf("  %s=%d (util %.0f%%): fastest %s, %.1f%% ahead of the slowest (%s)", load_name, r[0].load,
+	       r[0].util * 100.0, r[best].policy, (thr(&r[best]) / thr(&r[worst]) - 1.0) * 100.0, r[worst].policy);
+	g = gain(r, n, "sis_core-claim", "linear-claim", &ok);
+	if (ok)
+		printf("; SIS_CORE vs linear scan %+.1f%%", g);
+	printf("\n   ");
+	g = gain(r, n, "sis_core", "lifo", &ok);
+	if (ok)
+		printf(" sis_core vs LIFO %+.1f%%", g);
+	g = gain(r, n, "sis_core", "random", &ok);
+	if (ok)
+		printf(", vs RANDOM %+.1f%%;", g);
+	if (sc && lifo && rnd)
+		printf(" idle-core misses %.1f%% / %.1f%% / %.1f%%, p99 wakeup %.0f / %.0f / %.0f us",
+		       miss_pct(sc), miss_pct(lifo), miss_pct(rnd), sc->lat_p99 / 1e3, lifo->lat_p99 / 1e3,
+		       rnd->lat_p99 / 1e3);
 	printf("\n");
 }
 
@@ -373,14 +401,45 @@ static void describe(char *buf, size_t size, const struct opts *o, const struct 
 		     const place_topo *topo)
 {
 	const struct sim_params *p = &o->prm;
+	char runs[48] = "";
 
+	if (o->runs > 1)
+		snprintf(runs, sizeof(runs), " (median of %d seeds)", o->runs < 16 ? o->runs : 16);
 	snprintf(buf, size,
 		 "place-sim %s on %s: %d CPUs, %d cores, %d LLCs, %d nodes; smt %.2f wake %" PRIu64
 		 "ns llc+%" PRIu64 "ns node+%" PRIu64 "ns decision %" PRIu64 "ns+%" PRIu64
-		 "ns/probe slice %" PRIu64 "ns jitter %u%%%s seed %" PRIu64,
+		 "ns/probe slice %" PRIu64 "ns jitter %u%%%s seed %" PRIu64 "%s",
 		 o->workload, place_topo_source(topo), m->nr_cpus, m->nr_cores, m->nr_llcs, m->nr_nodes,
 		 p->smt_permille / 1000.0, p->wake_ns, p->llc_penalty_ns, p->node_penalty_ns,
-		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, p->steal ? " steal" : "", p->seed);
+		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, p->steal ? " steal" : "", p->seed,
+		 runs);
+}
+
+static int cmp_makespan(const void *a, const void *b)
+{
+	const struct sim_result *x = a, *y = b;
+
+	return x->makespan_ns < y->makespan_ns ? -1 : x->makespan_ns > y->makespan_ns;
+}
+
+/* One (load, policy) cell: o->runs seeds, the run with the median time. */
+static int run_cell(struct opts *o, const place_topo *topo, const struct sim_machine *m,
+		    const struct sim_policy_spec *pol, struct progress *pg, struct sim_result *out)
+{
+	struct sim_result rr[16];
+	uint64_t seed = o->prm.seed;
+	int n = o->runs < 16 ? o->runs : 16, err = 0;
+
+	for (int r = 0; r < n && !err; r++) {
+		o->prm.seed = seed + (uint64_t)r;
+		err = sim_run(topo, m, &o->prm, pol, o->host_time, &rr[r], o->quiet ? NULL : progress_cb, pg);
+	}
+	o->prm.seed = seed;
+	if (err)
+		return err;
+	qsort(rr, (size_t)n, sizeof(rr[0]), cmp_makespan);
+	*out = rr[n / 2];
+	return 0;
 }
 
 static int run_all(struct opts *o, const place_topo *topo, const struct sim_machine *m,
@@ -388,19 +447,22 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 {
 	struct progress pg = { .start = host_ns(), .nl = nl, .np = np, .tty = isatty(2) };
 	struct sim_result *res = calloc((size_t)np, sizeof(*res));
+	struct sim_result *all = calloc((size_t)(np * nl), sizeof(*all));
 	char what[1024];
 	int err = 0;
 
-	if (!res)
+	if (!res || !all) {
+		free(res);
+		free(all);
 		return -ENOMEM;
+	}
 	describe(what, sizeof(what), o, m, topo);
 	sim_report_header(stdout, o->fmt, what);
 	for (int li = 0; li < nl && !err; li++) {
 		sim_set_load(&o->prm, o->load_name, loads[li]);
 		for (int pi = 0; pi < np && !err; pi++) {
 			pg.load = loads[li], pg.li = li, pg.pi = pi, pg.policy = pol[pi].name;
-			err = sim_run(topo, m, &o->prm, &pol[pi], o->host_time, &res[pi],
-				      o->quiet ? NULL : progress_cb, &pg);
+			err = run_cell(o, topo, m, &pol[pi], &pg, &res[pi]);
 			res[pi].load = loads[li];
 			if (err < 0)
 				fprintf(stderr, "place-sim: %s at %s=%d: %s\n", pol[pi].name, o->load_name,
@@ -408,13 +470,19 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 			else
 				sim_report_row(stdout, o->fmt, &res[pi], &res[0], li == 0 && pi == 0);
 		}
-		if (!err && o->summary && o->fmt == SIM_FMT_TABLE)
-			summary_line(o->load_name, res, np);
+		if (!err && o->summary && (o->fmt == SIM_FMT_TABLE || o->fmt == SIM_FMT_BRIEF || o->fmt == SIM_FMT_NONE))
+			memcpy(&all[li * np], res, (size_t)np * sizeof(*res));
 	}
 	sim_report_footer(stdout, o->fmt);
 	if (pg.printed && pg.tty)
 		fprintf(stderr, "\r\033[K");
+	if (!err && o->summary && (o->fmt == SIM_FMT_TABLE || o->fmt == SIM_FMT_BRIEF || o->fmt == SIM_FMT_NONE)) {
+		printf("summary (vs: throughput against the first policy of the same load; sis_core / lifo / random):\n");
+		for (int li = 0; li < nl; li++)
+			summary_line(o->load_name, &all[li * np], np);
+	}
 	free(res);
+	free(all);
 	return err;
 }
 

@@ -198,16 +198,17 @@ static pool_task *overflow_pop(struct pool *p)
 }
 
 /* Queue t on w, or on the overflow list when w's ring is full; then make
- * sure somebody runs it. */
-static void push(struct pool *p, struct worker *w, pool_task *t, bool claimed)
+ * sure somebody runs it. A claim libplace made for t stays: it ends when t
+ * starts on whichever worker takes it from the list (place_run_begin ends a
+ * claim wherever it was), and a ring is only full on a busy worker, which
+ * nobody claims. Releasing here could drop another task's claim on w: the
+ * answer does not say whether this wakeup claimed. */
+static void push(struct pool *p, struct worker *w, pool_task *t)
 {
 	if (ck_ring_enqueue_mpmc(&w->ring, w->buf, t)) {
 		wake_worker(w);
 		return;
 	}
-	/* Full: the claim is for a task that will not be on w's queue. */
-	if (claimed && p->place)
-		place_claim_release(p->place, w->cpu);
 	__atomic_add_fetch(&w->overflow, 1, __ATOMIC_RELAXED);
 	overflow_push(p, t);
 	if (p->mode == POOL_WAKE_LIFO) {
@@ -230,14 +231,14 @@ static int enqueue(struct pool *p, pool_task *t, int waker_cpu, unsigned flags)
 
 		if (cpu < 0)
 			return cpu;
-		push(p, &p->w[p->worker_of[cpu]], t, !(flags & PLACE_WAKE_NOCLAIM));
+		push(p, &p->w[p->worker_of[cpu]], t);
 		return 0;
 	}
 	idx = lifo_pop(p);
 	if (idx < 0 && waker_cpu >= 0 && waker_cpu < p->cpu_limit)
 		idx = p->worker_of[waker_cpu];
 	if (idx >= 0) {
-		push(p, &p->w[idx], t, false);
+		push(p, &p->w[idx], t);
 		return 0;
 	}
 	/* Nobody parked and no waker queue: the overflow list, then a second
@@ -362,7 +363,7 @@ static void after_sleep(struct worker *w, pool_task *t)
 			place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_PREEMPT);
 		__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
 		t->woken_ns = now_ns();
-		push(p, w, t, false);
+		push(p, w, t);
 		return;
 	}
 	/* Report the edge before t can be woken again (one edge at a time). */
@@ -376,7 +377,7 @@ static void after_sleep(struct worker *w, pool_task *t)
 	__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
 	if (enqueue(p, t, w->cpu, 0) < 0) {
 		t->woken_ns = now_ns();
-		push(p, w, t, false);
+		push(p, w, t);
 	}
 }
 

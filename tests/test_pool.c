@@ -113,8 +113,8 @@ START_TEST(t_exactly_once)
 }
 END_TEST
 
-/* A 4-slot ring overflows constantly: the overflow list (and, with
- * libplace, the claim release) must lose nothing. */
+/* A 4-slot ring overflows constantly: the overflow list must lose nothing
+ * (and, with libplace, claims end when the task runs from it). */
 START_TEST(t_exactly_once_overflow)
 {
 	exactly_once(modes[_i], 4, scale(20000), 3);

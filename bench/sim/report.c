@@ -37,11 +37,19 @@ static void json_string(FILE *f, const char *s)
 void sim_report_header(FILE *f, int fmt, const char *what)
 {
 	switch (fmt) {
+	case SIM_FMT_NONE:
+		fprintf(f, "# %s\n", what);
+		break;
 	case SIM_FMT_TABLE:
 		fprintf(f, "# %s\n", what);
 		fprintf(f, "%5s %-22s %9s %11s %7s %8s %8s %8s %5s %7s %8s %8s %7s %7s %6s %7s %5s %6s\n",
 			"load", "policy", "time_ms", "work/s", "vs", "p50_us", "p99_us", "p999_us", "util",
 			"icmiss%", "stack", "stackany", "xllc", "xnode", "probe", "fpos", "lost", "ns/dec");
+		break;
+	case SIM_FMT_BRIEF:
+		fprintf(f, "# %s\n", what);
+		fprintf(f, "%5s %-22s %9s %7s %8s %5s %7s %6s %7s %6s\n", "load", "policy", "time_ms", "vs",
+			"p99_us", "util", "icmiss%", "stack", "xllc", "probe");
 		break;
 	case SIM_FMT_TSV:
 		fprintf(f, "load\tpolicy\tok\ttime_ns\tunits\twork_per_s\tvs_first\tlat_p50_ns\tlat_p99_ns"
@@ -68,6 +76,14 @@ static void row_table(FILE *f, const struct sim_result *r, double vs)
 		r->stack_any, r->cross_llc, r->cross_node, per(r->st.cpus_probed, r->st.wakeups),
 		r->st.false_positives, r->st.lost_claims, per(r->host_ns, r->decisions),
 		r->ok ? "" : "  (incomplete)");
+}
+
+static void row_brief(FILE *f, const struct sim_result *r, double vs)
+{
+	fprintf(f, "%5d %-22s %9.3f %+6.1f%% %8.1f %4.0f%% %6.2f%% %6" PRIu64 " %7" PRIu64 " %6.2f%s\n",
+		r->load, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
+		r->util * 100.0, 100.0 * per(r->idle_core_misses, r->run_starts), r->stack_llc, r->cross_llc,
+		per(r->st.cpus_probed, r->st.wakeups), r->ok ? "" : "  (incomplete)");
 }
 
 static void row_tsv(FILE *f, const struct sim_result *r, double vs)
@@ -113,8 +129,12 @@ void sim_report_row(FILE *f, int fmt, const struct sim_result *r, const struct s
 {
 	double vs = ref && throughput(ref) > 0 ? throughput(r) / throughput(ref) - 1.0 : 0.0;
 
+	if (fmt == SIM_FMT_NONE)
+		return;
 	if (fmt == SIM_FMT_TABLE)
 		row_table(f, r, vs);
+	else if (fmt == SIM_FMT_BRIEF)
+		row_brief(f, r, vs);
 	else if (fmt == SIM_FMT_TSV)
 		row_tsv(f, r, vs);
 	else

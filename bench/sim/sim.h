@@ -317,7 +317,7 @@ uint64_t sim_burst(struct sim *s, uint64_t base_ns);
 /* ------------------------------------------------------------------------ */
 /* Reports                                                                   */
 
-enum sim_format { SIM_FMT_TABLE, SIM_FMT_TSV, SIM_FMT_JSON };
+enum sim_format { SIM_FMT_TABLE, SIM_FMT_TSV, SIM_FMT_JSON, SIM_FMT_BRIEF, SIM_FMT_NONE };
 
 void sim_report_header(FILE *f, int fmt, const char *what);
 void sim_report_row(FILE *f, int fmt, const struct sim_result *r, const struct sim_result *ref, bool first);
