@@ -309,7 +309,9 @@ int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
 	charge_decision(s, waker);
 	s->res.wakeups++;
 	cpu = &s->cpu[c];
-	if (!cpu->idle) {
+	/* A sync wakeup onto the waker's own CPU queues behind nobody: the
+	 * waker is about to sleep (unless others wait there too). */
+	if (!cpu->idle && !((flags & PLACE_WAKE_SYNC) && c == waker && cpu->qlen == 0)) {
 		if (s->llc_idle_cpus[s->m->llc[c]] > 0)
 			s->res.stack_llc++;
 		if (s->idle_cpus > 0)

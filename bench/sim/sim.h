@@ -232,7 +232,8 @@ struct sim_result {
 	uint64_t lat_p50, lat_p99, lat_p999, lat_max; /* virtual ns */
 	double util;               /* busy CPU time / (cpus * makespan) */
 	uint64_t idle_core_misses; /* started beside a busy sibling while an idle core existed in the LLC */
-	uint64_t stack_llc;        /* queued behind another while a CPU of that LLC was idle */
+	uint64_t stack_llc;        /* queued behind another while a CPU of that LLC was idle
+				    * (a sync wakeup onto the sleeping waker's CPU is not) */
 	uint64_t stack_any;        /* ... while any CPU of the machine was idle */
 	uint64_t cross_llc, cross_node;
 	uint64_t steals;
