@@ -346,6 +346,14 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
  * no claim is held on cpu. Any thread. */
 PLACE_EXTERN int place_claim_release(place *p, int cpu);
 
+/* The CPU that t's last wakeup claimed for it, while that claim is held (t
+ * has not started running and the claim was not released), else
+ * PLACE_CPU_NONE: a wakeup that found nothing idle, or NOCLAIM, claims
+ * nothing, and its answer may even be an idle CPU claimed by another task.
+ * A runtime that cannot deliver t asks this before place_claim_release().
+ * -EINVAL p or t NULL, t not initialised. Any thread that may use t. */
+PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t);
+
 /* ------------------------------------------------------------------------ */
 /* Statistics                                                                */
 

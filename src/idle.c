@@ -151,7 +151,10 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	now = place__now(p);
 	before = place__st_change(&c->state, PLACE_ST_IDLE, 0);
 	if (!(before & PLACE_ST_IDLE)) {
-		place_store_64(&c->busy_ns, place_load_64(&c->busy_ns) + now - c->busy_since);
+		uint64_t since = place_load_64(&c->busy_since);
+
+		if (since && now > since)
+			place_store_64(&c->busy_ns, place_load_64(&c->busy_ns) + now - since);
 		place_store_64(&c->busy_since, 0);
 	}
 	/* Not while a wakeup is pending here (seed 001 patch 1): the claimed or

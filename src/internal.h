@@ -261,7 +261,7 @@ static inline void place__count(struct place *p, int cpu, int llc, enum place_st
 
 /* place.c: argument checks shared by the public calls. */
 int place__worker_cpu(const struct place *p, int os);
-struct place_task_rec *place__task_rec(place_task *t);
+struct place_task_rec *place__task_rec(const place_task *t);
 
 /* idle.c */
 void place__idle_publish(struct place *p, int cpu);

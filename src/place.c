@@ -226,9 +226,9 @@ int place__worker_cpu(const struct place *p, int os)
 	return d;
 }
 
-struct place_task_rec *place__task_rec(place_task *t)
+struct place_task_rec *place__task_rec(const place_task *t)
 {
-	struct place_task_rec *r = t ? place__rec(t) : NULL;
+	struct place_task_rec *r = t ? place__rec((place_task *)t) : NULL;
 
 	return r && r->magic == PLACE_TASK_MAGIC ? r : NULL;
 }

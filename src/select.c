@@ -466,13 +466,13 @@ static int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, uns
 	w->p = p;
 	w->t = t;
 	w->flags = flags;
+	w->probes = w->lost = w->false_pos = 0;
 	w->claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
 	w->prev = (flags & PLACE_WAKE_NEW) ? -1 : place__dense(p, w->r->prev_cpu);
 	if (w->prev >= 0 && !usable(w, w->prev))
 		w->prev = -1;
 	w->cpu = -1;
 	w->gen = 0;
-	w->probes = w->lost = w->false_pos = 0;
 	return 0;
 }
 
@@ -534,4 +534,19 @@ PLACE_EXTERN int place_claim_release(place *p, int cpu)
 	place__after_delivery(p, d, PLACE_ST_CLAIMED, after);
 	place__count(p, -1, p->map[d].llc, PLACE_STAT_claims_released, 1);
 	return 0;
+}
+
+PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t)
+{
+	const struct place_task_rec *r = place__task_rec(t);
+	int cpu;
+	uint64_t s;
+
+	if (!p || !r)
+		return -EINVAL;
+	cpu = place__dense(p, r->queued_cpu);
+	if (cpu < 0 || !r->claim_gen)
+		return PLACE_CPU_NONE;
+	s = place__state(p, cpu);
+	return (s & PLACE_ST_CLAIMED) && place__st_gen(s) == r->claim_gen ? r->queued_cpu : PLACE_CPU_NONE;
 }

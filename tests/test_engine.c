@@ -416,16 +416,19 @@ START_TEST(t_claim_release_and_steal)
 			env_run(&e, cpu, &e.task[32 + cpu]);
 	x = env_wake(&e, env_task_on(&e, 1, 4), PLACE_CPU_NONE, 0);
 	ck_assert_int_eq(x, 4);
+	ck_assert_int_eq(place_task_claimed(e.p, &e.task[1]), 4);
 	ck_assert_int_eq(place_idle_enter(e.p, 4), 0); /* parks: the claim stays */
 	ck_assert(!env_available(&e, 4));
 	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 4), PLACE_CPU_NONE, 0), 4); /* stacked */
 	ck_assert_uint_eq(env_stats(&e).hit_fallback, 1);
+	ck_assert_int_eq(place_task_claimed(e.p, &e.task[2]), PLACE_CPU_NONE); /* 4, but not its claim */
 	/* that one is delivered and ends; the claim of task 1 is released */
 	env_run(&e, 4, &e.task[2]);
 	env_park(&e, 4, &e.task[2]);
 	ck_assert(!env_available(&e, 4));
 	ck_assert_int_eq(place_claim_release(e.p, 4), 0);
 	ck_assert_int_eq(place_claim_release(e.p, 4), -ENOENT);
+	ck_assert_int_eq(place_task_claimed(e.p, &e.task[1]), PLACE_CPU_NONE);
 	ck_assert(env_available(&e, 4));
 	if (policies[_i] != PLACE_POLICY_LINEAR)
 		ck_assert(place_mask_test(env_llc(&e, 0)->icpus, 4));
@@ -535,6 +538,34 @@ START_TEST(t_multiword)
 }
 END_TEST
 
+/* An unregistered CPU is never returned; its bit hands over to an idle
+ * sibling; registered again, it is a candidate again. */
+START_TEST(t_unregister)
+{
+	struct env e;
+	bool used[8] = { false };
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	all_busy_then_empty_mask(&e);
+	for (int cpu = 0; cpu < 8; cpu++)
+		env_park(&e, cpu, &e.task[32 + cpu]);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x55);
+	ck_assert_int_eq(place_worker_unregister(e.p, 2), 0);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x59); /* 3 stands for core 1 now */
+	for (int i = 0; i < 7; i++) {
+		int cpu = env_wake(&e, env_task_on(&e, i, 2), i % 2 ? 3 : PLACE_CPU_NONE, 0);
+
+		ck_assert_int_ne(cpu, 2);
+		ck_assert_msg(!used[cpu], "cpu %d twice", cpu);
+		used[cpu] = true;
+	}
+	ck_assert_int_ne(env_wake(&e, env_task_on(&e, 8, 2), PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM), 2);
+	ck_assert_int_eq(place_worker_register(e.p, 2, 0), 0);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 9, 2), PLACE_CPU_NONE, 0), 2);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -557,6 +588,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_exact_masks);
 	tcase_add_test(tc, t_wake_wide);
 	tcase_add_loop_test(tc, t_multiword, 0, 3);
+	tcase_add_test(tc, t_unregister);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -197,6 +197,10 @@ START_TEST(t_edges)
 	EXPECT_ERR(&e, &s, place_claim_release(e.p, 8), -ENODEV);
 	EXPECT_ERR(&e, &s, place_claim_release(e.p, 3), -ENOENT); /* no claim there */
 	EXPECT_ERR(&e, &s, place_claim_release(e.p, 7), -ENOENT);
+	EXPECT_ERR(&e, &s, place_task_claimed(NULL, &e.task[1]), -EINVAL);
+	EXPECT_ERR(&e, &s, place_task_claimed(e.p, NULL), -EINVAL);
+	EXPECT_ERR(&e, &s, place_task_claimed(e.p, &junk), -EINVAL);
+	EXPECT_ERR(&e, &s, place_task_claimed(e.p, &e.task[1]), 4);
 	expect_usable(&e);
 }
 END_TEST

@@ -89,6 +89,8 @@ static void wake(int i, int waker, unsigned *seed)
 		oracle_fail("place_wakeup returned %d for task %d", cpu, i);
 		return;
 	}
+	if ((place_task_claimed(g.p, t) == cpu) != (r->claim_gen != 0))
+		oracle_fail("place_task_claimed disagrees for CPU %d, task %d", cpu, i);
 	if (r->claim_gen && !atomic_compare_exchange_strong(&g.owner[cpu], &expect, i + 1))
 		oracle_fail("CPU %d claimed twice (held by task %d)", cpu, expect - 1);
 	if (r->claim_gen && rnd(seed) % 16 == 0) {
