@@ -198,17 +198,18 @@ static pool_task *overflow_pop(struct pool *p)
 }
 
 /* Queue t on w, or on the overflow list when w's ring is full; then make
- * sure somebody runs it. A claim libplace made for t stays: it ends when t
- * starts on whichever worker takes it from the list (place_run_begin ends a
- * claim wherever it was), and a ring is only full on a busy worker, which
- * nobody claims. Releasing here could drop another task's claim on w: the
- * answer does not say whether this wakeup claimed. */
+ * sure somebody runs it. A full ring means t is not delivered to w: if this
+ * wakeup claimed w for t, give the claim back (place_task_claimed says so;
+ * the answer alone does not, and releasing blindly could drop another
+ * task's claim on w). Rare: a claimed CPU was idle, its ring empty. */
 static void push(struct pool *p, struct worker *w, pool_task *t)
 {
 	if (ck_ring_enqueue_mpmc(&w->ring, w->buf, t)) {
 		wake_worker(w);
 		return;
 	}
+	if (p->place && place_task_claimed(p->place, &t->place) == w->cpu)
+		place_claim_release(p->place, w->cpu);
 	__atomic_add_fetch(&w->overflow, 1, __ATOMIC_RELAXED);
 	overflow_push(p, t);
 	if (p->mode == POOL_WAKE_LIFO) {
