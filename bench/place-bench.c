@@ -39,6 +39,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -114,6 +115,24 @@ struct opts {
 	const char *self;    /* this program, for --callgrind */
 };
 
+/* Where the wakeups landed, and the repairs (per 100 wakeups), for tsv. */
+static const struct level_def {
+	const char *name;
+	size_t off;
+} level_defs[] = {
+	{ "target", offsetof(place_stats, hit_target) },
+	{ "prev", offsetof(place_stats, hit_prev) },
+	{ "recent", offsetof(place_stats, hit_recent) },
+	{ "idle_core", offsetof(place_stats, hit_idle_core) },
+	{ "prev_smt", offsetof(place_stats, hit_prev_smt) },
+	{ "idle_cpu", offsetof(place_stats, hit_idle_cpu) },
+	{ "sibling", offsetof(place_stats, hit_sibling) },
+	{ "fallback", offsetof(place_stats, hit_fallback) },
+	{ "false_pos", offsetof(place_stats, false_positives) },
+	{ "fail_prone", offsetof(place_stats, fail_prone_marks) },
+};
+#define NR_LEVELS ((int)(sizeof(level_defs) / sizeof(level_defs[0])))
+
 /* One row's results. */
 struct row {
 	int topo, load, policy, threads;
@@ -123,6 +142,8 @@ struct row {
 	double med[NR_OPS], p90[NR_OPS];
 	double ir[NR_OPS];   /* instructions per call, -1 when not measured */
 	double probes, stacked, lost;
+	double level[NR_LEVELS]; /* per 100 wakeups */
+	double timer;            /* the clock cost subtracted */
 };
 
 static void die(const char *what, int err)
@@ -196,7 +217,7 @@ static void samples_init(struct samples *s, long calls)
 		die("samples", -ENOMEM);
 }
 
-static double timer_cost; /* mean cost of one now_ns() pair */
+static double timer_cost; /* cost of one now_ns() pair, see timer_calibrate() */
 
 static void samples_add(struct samples *s, uint64_t dt)
 {
@@ -236,17 +257,26 @@ static void samples_summary(struct samples *s, int nr, double *med, double *p90)
 	*p90 = s[0].v[total * 9 / 10] > 0 ? s[0].v[total * 9 / 10] : 0;
 }
 
+/* The clock's own cost, measured as the samples are: the median of the
+ * means of batches of BATCH back-to-back pairs (a median, so that a
+ * preemption during calibration does not skew it). Redone before each
+ * (topology, load) group: the machine is shared. */
 static void timer_calibrate(void)
 {
-	enum { N = 1000000 };
-	uint64_t sum = 0;
+	enum { NB = 1025 };
+	static double mean[NB];
+	for (int b = 0; b < NB; b++) {
+		uint64_t sum = 0;
 
-	for (int i = 0; i < N; i++) {
-		uint64_t t0 = now_ns();
+		for (int i = 0; i < BATCH; i++) {
+			uint64_t t0 = now_ns();
 
-		sum += now_ns() - t0;
+			sum += now_ns() - t0;
+		}
+		mean[b] = (double)sum / BATCH;
 	}
-	timer_cost = (double)sum / N;
+	qsort(mean, NB, sizeof(mean[0]), cmp_double);
+	timer_cost = mean[NB / 2];
 }
 
 /* Time one call and keep the sample when s is not NULL. */
@@ -457,15 +487,25 @@ __attribute__((noinline)) static void bench_warmup(struct bench *b, place_task *
 /* ------------------------------------------------------------------------ */
 /* Running a row                                                             */
 
-struct worker {
+/* One policy's instance as one thread drives it. */
+struct lane {
 	struct bench *b;
-	const struct opts *o;
-	pthread_barrier_t *bar;
 	uint64_t rng;
-	int cpu;                  /* pin here, -1 = do not pin */
 	struct samples s[NR_OPS];
 	place_task t;
 };
+
+struct worker {
+	struct lane lane[NR_POLICIES];
+	int nr_lanes;
+	const struct opts *o;
+	pthread_barrier_t *bar;
+	int cpu;                  /* pin here, -1 = do not pin */
+};
+
+/* The policies of a (topology, load) take turns, CHUNK steps each, so that
+ * the machine's noise falls on all of them alike. */
+#define CHUNK 256
 
 static void pin(int cpu)
 {
@@ -478,15 +518,34 @@ static void pin(int cpu)
 	sched_setaffinity(0, sizeof(set), &set); /* best effort */
 }
 
+static void worker_warmup(struct worker *w)
+{
+	for (int i = 0; i < w->nr_lanes; i++)
+		bench_warmup(w->lane[i].b, &w->lane[i].t, &w->lane[i].rng, w->o->warmup);
+}
+
+static void worker_measure(struct worker *w)
+{
+	for (long done = 0; done < w->o->calls; done += CHUNK) {
+		long n = w->o->calls - done < CHUNK ? w->o->calls - done : CHUNK;
+
+		for (int i = 0; i < w->nr_lanes; i++) {
+			struct lane *l = &w->lane[i];
+
+			bench_measured(l->b, &l->t, &l->rng, l->s, n);
+		}
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
 	pin(w->cpu);
-	bench_warmup(w->b, &w->t, &w->rng, w->o->warmup);
-	if (w->bar)
-		pthread_barrier_wait(w->bar);
-	bench_measured(w->b, &w->t, &w->rng, w->s, w->o->calls);
+	worker_warmup(w);
+	pthread_barrier_wait(w->bar); /* all warmed up: the main thread reads the stats */
+	pthread_barrier_wait(w->bar);
+	worker_measure(w);
 	return NULL;
 }
 
@@ -499,79 +558,124 @@ static void stats_delta(const place_stats *a, const place_stats *z, struct row *
 	r->probes = (double)(z->cpus_probed - a->cpus_probed) / wakeups;
 	r->stacked = 100.0 * (double)(z->hit_fallback - a->hit_fallback) / wakeups;
 	r->lost = (double)(z->lost_claims - a->lost_claims) / wakeups;
+	for (int i = 0; i < NR_LEVELS; i++) {
+		uint64_t za = *(const uint64_t *)(const void *)((const char *)z + level_defs[i].off);
+		uint64_t aa = *(const uint64_t *)(const void *)((const char *)a + level_defs[i].off);
+
+		r->level[i] = 100.0 * (double)(za - aa) / wakeups;
+	}
 }
 
-/* The stats are read after the warm-up: the main thread joins the workers'
- * barrier in the contended case (a concurrent read is exact per counter). */
-static void run_workers(struct bench *b, struct worker *w, int nr, struct row *r)
+/* The rows of one (topology, load, threads): one instance per policy. */
+struct group {
+	int nr;
+	struct bench *b[NR_POLICIES];
+	struct row *rows;
+	int threads;
+};
+
+static void stats_all(const struct group *g, place_stats *st)
+{
+	for (int i = 0; i < g->nr; i++)
+		check("stats", place_stats_read(g->b[i]->p, -1, &st[i]));
+}
+
+/* The stats are read between warm-up and measurement (the main thread joins
+ * the workers' barriers in the contended case). */
+static void group_measure(struct group *g, struct worker *w)
 {
 	pthread_t tid[8];
 	pthread_barrier_t bar;
-	place_stats a, z;
+	place_stats a[NR_POLICIES], z[NR_POLICIES];
 
-	if (nr == 1) {
-		bench_warmup(b, &w[0].t, &w[0].rng, w[0].o->warmup);
-		check("stats", place_stats_read(b->p, -1, &a));
-		bench_measured(b, &w[0].t, &w[0].rng, w[0].s, w[0].o->calls);
+	if (g->threads == 1) {
+		worker_warmup(&w[0]);
+		stats_all(g, a);
+		worker_measure(&w[0]);
 	} else {
-		pthread_barrier_init(&bar, NULL, (unsigned)nr + 1);
-		for (int i = 0; i < nr; i++) {
+		pthread_barrier_init(&bar, NULL, (unsigned)g->threads + 1);
+		for (int i = 0; i < g->threads; i++) {
 			w[i].bar = &bar;
 			pthread_create(&tid[i], NULL, worker_main, &w[i]);
 		}
 		pthread_barrier_wait(&bar);
-		check("stats", place_stats_read(b->p, -1, &a));
-		for (int i = 0; i < nr; i++)
+		stats_all(g, a);
+		pthread_barrier_wait(&bar);
+		for (int i = 0; i < g->threads; i++)
 			pthread_join(tid[i], NULL);
 		pthread_barrier_destroy(&bar);
 	}
-	check("stats", place_stats_read(b->p, -1, &z));
-	stats_delta(&a, &z, r);
+	stats_all(g, z);
+	for (int i = 0; i < g->nr; i++)
+		stats_delta(&a[i], &z[i], &g->rows[i]);
 }
 
-static void row_summary(struct worker *w, int nr, struct row *r)
+static void row_summary(struct worker *w, int threads, int lane, struct row *r)
 {
 	for (int op = 0; op < NR_OPS; op++) {
 		struct samples s[8];
 
-		for (int i = 0; i < nr; i++)
-			s[i] = w[i].s[op];
 		r->n[op] = r->calls[op] = 0;
-		for (int i = 0; i < nr; i++) {
+		for (int i = 0; i < threads; i++) {
+			s[i] = w[i].lane[lane].s[op];
 			r->n[op] += s[i].n;
 			r->calls[op] += s[i].n + s[i].untimed;
 		}
-		samples_summary(s, nr, &r->med[op], &r->p90[op]);
+		samples_summary(s, threads, &r->med[op], &r->p90[op]);
 		r->ir[op] = -1;
 	}
 }
 
-static void row_run(const place_topo *topo, int ti, int li, int pi, int threads,
-		    const struct opts *o, struct row *r)
+/* Every policy in pmask gets the same busy set, templates and draws. */
+static void group_add(struct group *g, struct worker *w, const place_topo *topo, int ti,
+		      int li, int pi, const struct opts *o)
 {
 	uint64_t rng = rng_seed(o->seed, ti, li);
 	struct bench *b = bench_create(topo, policy_defs[pi].policy, load_defs[li], o, &rng);
+	struct row *r = &g->rows[g->nr];
+
+	b->worker_waker = o->worker_waker && g->threads == 1;
+	b->release_ok = g->threads == 1 && (o->features & PLACE_FEAT_CLAIM);
+	for (int i = 0; i < g->threads; i++) {
+		struct lane *l = &w[i].lane[g->nr];
+
+		l->b = b;
+		l->rng = rng_seed(rng, i, 7);
+		for (int op = 0; op < NR_OPS; op++)
+			samples_init(&l->s[op], o->calls * g->threads);
+		w[i].nr_lanes = g->nr + 1;
+	}
+	*r = (struct row){ .topo = ti, .load = li, .policy = pi, .threads = g->threads,
+			   .nr_cpus = b->nr_cpus, .busy = b->nr_busy, .timer = timer_cost };
+	r->llc_cpus = check("llc_cpus", place_topo_llc_cpus(topo, b->os[0], NULL, 0));
+	g->b[g->nr++] = b;
+}
+
+/* Run the policies in pmask on (topology ti, load li); fill rows; return
+ * how many. */
+static int group_run(const place_topo *topo, int ti, int li, unsigned pmask, int threads,
+		     const struct opts *o, struct row *rows)
+{
+	struct group g = { .rows = rows, .threads = threads };
 	struct worker w[8];
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
-	b->worker_waker = o->worker_waker && threads == 1;
-	b->release_ok = threads == 1 && (o->features & PLACE_FEAT_CLAIM);
 	memset(w, 0, sizeof(w));
-	for (int i = 0; i < threads; i++) {
-		w[i] = (struct worker){ .b = b, .o = o, .cpu = threads > 1 ? i % ncpu : -1 };
-		w[i].rng = rng_seed(rng, i, 7);
-		for (int op = 0; op < NR_OPS; op++)
-			samples_init(&w[i].s[op], o->calls * threads);
-	}
-	*r = (struct row){ .topo = ti, .load = li, .policy = pi, .threads = threads,
-			   .nr_cpus = b->nr_cpus, .busy = b->nr_busy };
-	r->llc_cpus = check("llc_cpus", place_topo_llc_cpus(topo, b->os[0], NULL, 0));
-	run_workers(b, w, threads, r);
-	row_summary(w, threads, r);
+	timer_calibrate();
 	for (int i = 0; i < threads; i++)
-		for (int op = 0; op < NR_OPS; op++)
-			free(w[i].s[op].v);
-	bench_destroy(b);
+		w[i] = (struct worker){ .o = o, .cpu = threads > 1 ? i % ncpu : -1 };
+	for (int pi = 0; pi < NR_POLICIES; pi++)
+		if (pmask & (1u << pi))
+			group_add(&g, w, topo, ti, li, pi, o);
+	group_measure(&g, w);
+	for (int k = 0; k < g.nr; k++) {
+		row_summary(w, threads, k, &rows[k]);
+		for (int i = 0; i < threads; i++)
+			for (int op = 0; op < NR_OPS; op++)
+				free(w[i].lane[k].s[op].v);
+		bench_destroy(g.b[k]);
+	}
+	return g.nr;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -614,21 +718,22 @@ static void callgrind_parse(const char *path, double ir[NR_OPS])
 /* Run this program's --one under callgrind; read the counts it prints. */
 static bool callgrind_row(const struct opts *o, struct row *r)
 {
-	char out[64], calls[32], seed[32], feat[32], cmd[1024];
+	char out[64], calls[32], warm[32], seed[32], feat[32], cmd[1024];
 	long n[NR_OPS];
 	FILE *pipe;
 	int got;
 
 	snprintf(out, sizeof(out), "/tmp/place-bench.%d.cg", (int)getpid());
 	snprintf(calls, sizeof(calls), "%ld", o->cg_calls);
+	snprintf(warm, sizeof(warm), "%ld", o->warmup < 10000 ? o->warmup : 10000);
 	snprintf(seed, sizeof(seed), "%" PRIu64, o->seed);
 	snprintf(feat, sizeof(feat), "%u", o->features);
 	snprintf(cmd, sizeof(cmd),
 		 "valgrind --tool=callgrind --toggle-collect=bench_measured "
 		 "--compress-strings=no --compress-pos=no --callgrind-out-file=%s "
-		 "'%s' --one %s %s %d --calls %s --seed %s --features %s --waker %s 2>/dev/null",
-		 out, o->self, policy_defs[r->policy].name, topo_defs[r->topo].name,
-		 load_defs[r->load], calls, seed, feat, o->worker_waker ? "worker" : "none");
+		 "'%s' --one %s %s %d --calls %s --warmup %s --seed %s --features %s --waker %s "
+		 "2>/dev/null", out, o->self, policy_defs[r->policy].name, topo_defs[r->topo].name,
+		 load_defs[r->load], calls, warm, seed, feat, o->worker_waker ? "worker" : "none");
 	pipe = popen(cmd, "r");
 	if (!pipe)
 		return false;
@@ -652,23 +757,28 @@ static const char *row_name(const struct row *r)
 
 static void print_tsv_header(void)
 {
-	printf("threads\ttopo\tcpus\tllc_cpus\tload\tbusy\tpolicy\tprobes\tstacked_pct\tlost_per_wake");
+	printf("threads\ttopo\tcpus\tllc_cpus\tload\tbusy\tpolicy\tclock_ns\tprobes\tstacked_pct"
+	       "\tlost_per_wake");
 	for (int op = 0; op < NR_OPS; op++)
 		printf("\t%s_med_ns\t%s_p90_ns\t%s_n", op_short[op], op_short[op], op_short[op]);
 	for (int op = 0; op < NR_OPS; op++)
 		printf("\t%s_ir", op_short[op]);
+	for (int i = 0; i < NR_LEVELS; i++)
+		printf("\t%s_pct", level_defs[i].name);
 	putchar('\n');
 }
 
 static void print_tsv_row(const struct row *r)
 {
-	printf("%d\t%s\t%d\t%d\t%d\t%d\t%s\t%.3f\t%.2f\t%.4f", r->threads,
+	printf("%d\t%s\t%d\t%d\t%d\t%d\t%s\t%.1f\t%.3f\t%.2f\t%.4f", r->threads,
 	       topo_defs[r->topo].name, r->nr_cpus, r->llc_cpus, load_defs[r->load], r->busy,
-	       row_name(r), r->probes, r->stacked, r->lost);
+	       row_name(r), r->timer, r->probes, r->stacked, r->lost);
 	for (int op = 0; op < NR_OPS; op++)
 		printf("\t%.0f\t%.0f\t%ld", r->med[op], r->p90[op], r->n[op]);
 	for (int op = 0; op < NR_OPS; op++)
 		printf("\t%.1f", r->ir[op]);
+	for (int i = 0; i < NR_LEVELS; i++)
+		printf("\t%.2f", r->level[i]);
 	putchar('\n');
 }
 
@@ -848,8 +958,8 @@ static const char *const load_names[NR_LOADS] = { "0", "50", "90", "99" };
 static const char usage_text[] =
 	"usage: place-bench [options]\n"
 	"       place-bench [options] --one POLICY TOPO LOAD\n"
-	"  --calls N        measured wakeups per row and thread (default 50000)\n"
-	"  --warmup N       unmeasured wakeups before them (default 10000)\n"
+	"  --calls N        measured wakeups per row and thread (default 200000)\n"
+	"  --warmup N       unmeasured wakeups before them (default 20000)\n"
 	"  --seed N         random seed (default 1)\n"
 	"  --features N     place_config.features (default PLACE_FEAT_DEFAULT)\n"
 	"  --topo LIST      of 16,64,256,1024 (default all)\n"
@@ -860,6 +970,7 @@ static const char usage_text[] =
 	"  --no-contended   skip the 2-thread rows (256 CPUs, shared instance)\n"
 	"  --callgrind      also count instructions per call: each row once more\n"
 	"                   under valgrind --tool=callgrind, with min(--calls, 5000)\n"
+	"                   and min(--warmup, 10000)\n"
 	"  --one P T L      run one row, print its call counts (for callgrind:\n"
 	"                   valgrind --tool=callgrind --toggle-collect=bench_measured)\n"
 	"  --format F       table (default) or tsv\n";
@@ -958,7 +1069,7 @@ static const char *parse_opts(int argc, char **argv, struct opts *o)
 	const char *one = NULL;
 	int c;
 
-	*o = (struct opts){ .calls = 50000, .warmup = 10000, .cg_calls = 5000, .seed = 1,
+	*o = (struct opts){ .calls = 200000, .warmup = 20000, .cg_calls = 5000, .seed = 1,
 			    .features = PLACE_FEAT_DEFAULT, .contended = true,
 			    .topo_mask = ~0u, .load_mask = ~0u, .policy_mask = ~0u,
 			    .self = "/proc/self/exe" };
@@ -1002,12 +1113,13 @@ static int run_one(const char *policy, char **argv, const struct opts *o)
 	place_topo *t = topo_load(ti);
 	struct row r;
 
-	row_run(t, ti, li, pi, 1, o, &r);
+	group_run(t, ti, li, 1u << pi, 1, o, &r);
 	place_topo_free(t);
 	printf("calls");
 	for (int op = 0; op < NR_OPS; op++)
 		printf(" %ld", r.calls[op]);
-	printf("\nprobes %.3f stacked %.2f\n", r.probes, r.stacked);
+	printf("\nplace_wakeup calls %ld (%ld warm-up + %ld measured); probes %.3f stacked %.2f%%\n",
+	       o->warmup + o->calls, o->warmup, o->calls, r.probes, r.stacked);
 	return 0;
 }
 
@@ -1031,9 +1143,9 @@ static int run_rows(const struct opts *o, struct row *rows)
 				continue;
 			t = topo_load(ti);
 			for (int li = 0; li < NR_LOADS; li++)
-				for (int pi = 0; pi < NR_POLICIES; pi++)
-					if (selected(o->load_mask, li) && selected(o->policy_mask, pi))
-						row_run(t, ti, li, pi, threads, o, &rows[nr++]);
+				if (selected(o->load_mask, li))
+					nr += group_run(t, ti, li, o->policy_mask & 7u, threads, o,
+							rows + nr);
 			place_topo_free(t);
 		}
 	}
@@ -1063,7 +1175,8 @@ static void run_callgrind(struct opts *o, struct row *rows, int nr)
 static void print_header(const struct opts *o)
 {
 	printf("place-bench %s: seed %" PRIu64 ", %ld calls per row (+%ld warm-up), features 0x%x,\n"
-	       "waker %s, virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted)\n",
+	       "waker %s, virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted;\n"
+	       "measured again before each topology and load: this is the last)\n",
 	       place_version_string(), o->seed, o->calls, o->warmup, o->features,
 	       o->worker_waker ? "a busy CPU's worker" : "PLACE_CPU_NONE", VCLOCK_STEP_NS, timer_cost);
 	for (int ti = 0; ti < NR_TOPOS; ti++)
@@ -1099,7 +1212,6 @@ int main(int argc, char **argv)
 
 	if (one)
 		return run_one(one, argv + optind, &o);
-	timer_calibrate();
 	nr = run_rows(&o, rows);
 	if (o.callgrind)
 		run_callgrind(&o, rows, nr);
