@@ -180,6 +180,14 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+static const char *opt_name(int opt)
+{
+	for (const struct option *lo = long_opts; lo->name; lo++)
+		if (lo->val == opt)
+			return lo->name;
+	return "?";
+}
+
 static int parse_smt(const char *s, unsigned *out)
 {
 	char *end;
@@ -286,7 +294,8 @@ static int apply_opt(struct opts *o, int opt, const char *arg)
 	else
 		err = -EINVAL;
 	if (err)
-		fprintf(stderr, "place-sim: bad value '%s'\n", arg ? arg : "");
+		fprintf(stderr, "place-sim: bad value '%s' for --%s (see --help)\n", arg ? arg : "",
+			opt_name(opt));
 	return err;
 }
 
@@ -300,22 +309,27 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->host_time = true;
 	o->runs = 1;
 	sim_params_default(&o->prm);
+	opterr = 0; /* one message of ours, naming the program plainly */
 	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
 		if (opt == O_HELP || opt == 'h') {
 			usage(stdout);
 			exit(0);
 		}
-		if (opt == '?' || apply_opt(o, opt, optarg) < 0) {
-			usage(stderr);
+		if (opt == '?') {
+			fprintf(stderr, "place-sim: unknown option or missing value: '%s' (see --help)\n",
+				argv[optind - 1]);
 			return -EINVAL;
 		}
+		if (apply_opt(o, opt, optarg) < 0)
+			return -EINVAL;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "place-sim: unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
 	if (sim_workload_select(&o->prm, o->workload, &o->load_name) < 0) {
-		fprintf(stderr, "place-sim: unknown workload '%s'\n", o->workload);
+		fprintf(stderr, "place-sim: unknown workload '%s' (hackbench schbench pingpong stream mix)\n",
+			o->workload);
 		return -EINVAL;
 	}
 	return 0;

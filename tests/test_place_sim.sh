@@ -1,0 +1,98 @@
+#!/bin/sh
+# place-sim's command line, as a test: the same seed gives the same bytes
+# (every workload, table and TSV), another seed other bytes, a load sweep
+# gives one row per level and policy, JSON is closed, and bad input gives one
+# "place-sim: " line on stderr, nothing on stdout and exit 2 (1 for a
+# topology that does not load). Run from the build directory by make check.
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+set -u
+PS=./place-sim
+if [ -n "${PLACE_UNDER_VALGRIND:-}" ] && command -v valgrind >/dev/null 2>&1; then
+	PS="./libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full \
+--errors-for-leak-kinds=definite --suppressions=${PLACE_TEST_SRCDIR:-tests}/valgrind.supp ./place-sim"
+fi
+TOPO='synthetic:pack:2 [numa] l3:2 core:4 pu:2(indexes=core)'
+SMALL="--groups 2 --senders 4 --receivers 4 --loops 3 --workers 4 --rounds 5 --pairs 3 --hops 20 --threads 8 --iters 3"
+TMP=$(mktemp -d) || exit 99
+trap 'rm -rf "$TMP"' EXIT
+checks=0 failures=0
+
+ok() { checks=$((checks + 1)); echo "PASS: $1"; }
+bad() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $1"; }
+
+sim() {
+	# shellcheck disable=SC2086
+	$PS --topology "$TOPO" $SMALL --quiet --no-host-time "$@"
+}
+
+if $PS --help | grep -q '^usage: place-sim'; then ok "--help"; else bad "--help"; fi
+
+for w in hackbench schbench pingpong stream mix; do
+	for f in table tsv; do
+		sim --workload $w --format $f >"$TMP/a" 2>"$TMP/err.a"
+		sim --workload $w --format $f >"$TMP/b" 2>"$TMP/err.b"
+		if [ -s "$TMP/a" ] && cmp -s "$TMP/a" "$TMP/b" && [ ! -s "$TMP/err.a" ]; then
+			ok "$w --format $f: same seed, same bytes ($(wc -l <"$TMP/a") lines)"
+		else
+			bad "$w --format $f: two runs differ or failed: $(cat "$TMP/err.a")"
+		fi
+	done
+	sim --workload $w --format tsv --seed 7 >"$TMP/c"
+	if cmp -s "$TMP/b" "$TMP/c"; then bad "$w: --seed changes nothing"; else ok "$w: another seed, other bytes"; fi
+done
+
+# 1..8 doubles: 4 levels x 9 default policies + the header line.
+sim --workload pingpong --load 1..8 --format tsv >"$TMP/sweep"
+if [ "$(wc -l <"$TMP/sweep")" -eq 37 ] && [ "$(cut -f1 "$TMP/sweep" | sort -u | tr '\n' ' ')" = "1 2 4 8 load " ]; then
+	ok "--load 1..8: 4 levels x 9 policies"
+else
+	bad "--load 1..8: $(cut -f1,2 "$TMP/sweep" | tr '\n' ' ')"
+fi
+# Every run completes (ok column) and conserves messages (sent == delivered).
+if awk -F'\t' 'NR > 1 && ($3 != 1 || $28 != $29 || $26 != $27) { exit 1 }' "$TMP/sweep"; then
+	ok "every row ok, every task exited, every message delivered"
+else
+	bad "incomplete rows in the sweep"
+fi
+sim --workload mix --format json --policies sis_core,lifo >"$TMP/json"
+if head -c 8 "$TMP/json" | grep -q '^{"run": ' && tail -n 1 "$TMP/json" | grep -q '^ \]}$' &&
+	[ "$(grep -c '"policy": ' "$TMP/json")" -eq 2 ]; then
+	ok "--format json: one object, two results"
+else
+	bad "--format json: $(head -c 200 "$TMP/json")"
+fi
+sim --format summary --summary --policies linear-claim,sis_core-claim,sis_core,lifo,random >"$TMP/sum"
+if grep -q 'SIS_CORE vs linear scan' "$TMP/sum" && grep -q 'sis_core vs LIFO' "$TMP/sum"; then
+	ok "--summary: the verdict lines"
+else
+	bad "--summary: $(cat "$TMP/sum")"
+fi
+
+# expect_error NAME STATUS ARGS...
+expect_error() {
+	name=$1 want=$2
+	shift 2
+	$PS "$@" >"$TMP/out" 2>"$TMP/err"
+	st=$?
+	if [ "$st" -eq "$want" ] && [ ! -s "$TMP/out" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+		grep -q '^place-sim: ' "$TMP/err"; then
+		ok "$name: $(cat "$TMP/err")"
+	else
+		bad "$name: exit $st (want $want), stdout $(wc -c <"$TMP/out") bytes, stderr: $(cat "$TMP/err")"
+	fi
+}
+expect_error "unknown option" 2 --bogus
+expect_error "unknown workload" 2 --workload nope
+expect_error "unknown policy" 2 --policies sis_core,nope
+expect_error "feature on a baseline" 2 --policies lifo-claim
+expect_error "zero load" 2 --load 0
+expect_error "bad range" 2 --load 8..2
+expect_error "smt factor above 1" 2 --smt-factor 1.5
+expect_error "negative number" 2 --wake-ns -5
+expect_error "bad format" 2 --format xml
+expect_error "stray argument" 2 extra
+expect_error "bad topology" 1 --topology synthetic:nonsense
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]
