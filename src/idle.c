@@ -102,20 +102,29 @@ static uint64_t busy_until(const struct place_cpu *c, uint64_t now)
 }
 
 /*
- * Recompute the LLC's scan bound at most once per util_period_ns. The CPU
- * whose CAS moves util_stamp forward does it; everyone else returns after
- * one relaxed load. util_avg halves the old value into each new sample, a
- * decayed average over a few periods. nr_idle_scan is stored only when it
- * changes.
+ * The scan bound is recomputed at most once per util_period_ns, from run_end
+ * (the edge every busy CPU passes often). The common case is one relaxed
+ * load and a compare; then the CPU whose CAS moves util_stamp forward does
+ * the recompute and everyone else goes on.
  */
-void place__util_tick(struct place *p, int cpu, uint64_t now)
+static inline void util_tick(struct place *p, int cpu, uint64_t now)
+{
+	uint64_t stamp = place_load_64(&p->llc[p->map[cpu].llc].util_stamp);
+
+	if (now >= stamp + p->util_period_ns && now > stamp && place__feat(p, PLACE_FEAT_SIS_UTIL))
+		place__util_recompute(p, cpu, now, stamp);
+}
+
+/* util_avg is a decayed average: each period that passed halves the old
+ * value, the sample (the busy fraction since the last recompute) fills the
+ * rest. A quiet LLC (no run_end for a while) so catches up at once.
+ * nr_idle_scan is stored only when it changes. */
+void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stamp)
 {
 	struct place_llc *llc = &p->llc[p->map[cpu].llc];
-	uint64_t stamp = place_load_64(&llc->util_stamp), busy = 0, nreg, sample, avg;
+	uint64_t busy = 0, nreg, sample, avg, periods;
 	uint32_t nr;
 
-	if (!place__feat(p, PLACE_FEAT_SIS_UTIL) || now < stamp + p->util_period_ns || now <= stamp)
-		return;
 	if (!place_cas_64(&llc->util_stamp, &stamp, now))
 		return; /* another CPU of the LLC does this period */
 	for (int pos = 0; pos < llc->weight; pos++)
@@ -123,12 +132,16 @@ void place__util_tick(struct place *p, int cpu, uint64_t now)
 	nreg = place_load_64(&llc->nr_registered);
 	sample = busy - place_load_64(&llc->util_busy);
 	place_store_64(&llc->util_busy, busy);
-	if (!nreg || busy < sample /* went backwards: a CPU was re-registered */)
+	if (!nreg || busy < sample /* went backwards: a torn busy_ns/busy_since read */)
 		return;
 	sample = sample * UTIL_ONE / ((now - stamp) * nreg);
 	if (sample > UTIL_ONE)
 		sample = UTIL_ONE;
-	avg = (place_load_64(&llc->util_avg) + sample) / 2;
+	periods = p->util_period_ns ? (now - stamp) / p->util_period_ns : 1;
+	if (periods >= 64)
+		avg = sample;
+	else
+		avg = (place_load_64(&llc->util_avg) >> periods) + sample - (sample >> periods);
 	place_store_64(&llc->util_avg, avg);
 	nr = place__scan_bound(nreg, avg);
 	if (nr != place_load_32(&llc->nr_idle_scan))
@@ -141,20 +154,20 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 {
 	int d = place__worker_cpu(p, cpu);
 	struct place_cpu *c;
-	uint64_t now, before;
+	uint64_t before;
 
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
 	if (place_load_32(&c->running))
 		return -EBUSY;
-	now = place__now(p);
 	before = place__st_change(&c->state, PLACE_ST_IDLE, 0);
 	if (!(before & PLACE_ST_IDLE)) {
+		/* busy until the last run ended: no clock read here */
 		uint64_t since = place_load_64(&c->busy_since);
 
-		if (since && now > since)
-			place_store_64(&c->busy_ns, place_load_64(&c->busy_ns) + now - since);
+		if (since && c->stamp > since)
+			place_store_64(&c->busy_ns, place_load_64(&c->busy_ns) + c->stamp - since);
 		place_store_64(&c->busy_since, 0);
 	}
 	/* Not while a wakeup is pending here (seed 001 patch 1): the claimed or
@@ -162,7 +175,6 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	if (place__st_available(before | PLACE_ST_IDLE))
 		place__idle_publish(p, d);
 	place_count_64(&p->slot[d].v[PLACE_STAT_idle_enters], 1);
-	place__util_tick(p, d, now);
 	return 0;
 }
 
@@ -222,7 +234,7 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	c->curr = t;
 	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
 	place_store_64(&c->curr_cookie, r->cookie);
-	c->run_start = now;
+	c->stamp = now;
 	r->prev_cpu = cpu;
 	return 0;
 }
@@ -248,7 +260,7 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	if (how > PLACE_RUN_PREEMPT || c->curr != t)
 		return -EINVAL;
 	now = place__now(p);
-	r->run_accum_ns += now > c->run_start ? now - c->run_start : 0;
+	r->run_accum_ns += now > c->stamp ? now - c->stamp : 0;
 	if (how == PLACE_RUN_PREEMPT) {
 		/* Still runnable here: it counts in this CPU's queue again. */
 		place__st_enqueue(&c->state);
@@ -261,6 +273,7 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	c->curr = NULL;
 	place_store_64(&c->curr_avg_ns, 0);
 	place_store_32(&c->running, 0);
-	place__util_tick(p, d, now);
+	c->stamp = now;
+	util_tick(p, d, now);
 	return 0;
 }

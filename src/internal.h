@@ -13,6 +13,7 @@
 #ifndef PLACE_INTERNAL_H
 #define PLACE_INTERNAL_H
 
+#include <errno.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -90,9 +91,12 @@ struct place_cpu {
 	/* Core-scheduling cookie of the running task (a later issue reads it).
 	 * Worker writes, relaxed. */
 	uint64_t curr_cookie;
-	/* When the current run began. Worker writes; the worker's own wakeups
-	 * read it as "now" to decay wakee flips without reading the clock. */
-	uint64_t run_start;
+	/* The worker's last run edge: when the current run began while it runs
+	 * a task, when the last run ended while not. Worker only: run_end takes
+	 * the run's length from it, idle_enter the end of the busy period (no
+	 * clock read there), the worker's own wakeups use it as "now" to decay
+	 * wakee flips. */
+	uint64_t stamp;
 	/* Utilization input: total non-idle ns before busy_since, and when the
 	 * current non-idle period began (0 while idle). Worker writes relaxed;
 	 * the scan-bound recompute (any CPU of the LLC) reads them relaxed: a
@@ -259,15 +263,37 @@ static inline void place__count(struct place *p, int cpu, int llc, enum place_st
 		place_add_64(&p->ext[llc].v[id], v);
 }
 
-/* place.c: argument checks shared by the public calls. */
-int place__worker_cpu(const struct place *p, int os);
-struct place_task_rec *place__task_rec(const place_task *t);
+/* Argument checks shared by the public calls (inline: the hot path's). */
+
+/* Dense index of a CPU with a registered worker, or -EINVAL (p NULL),
+ * -ENODEV (not a usable CPU), -ENOENT (no worker registered). */
+static inline int place__worker_cpu(const struct place *p, int os)
+{
+	int d;
+
+	if (!p)
+		return -EINVAL;
+	d = place__dense(p, os);
+	if (d < 0)
+		return -ENODEV;
+	if (!(place_load_64(&p->cpu[d].state) & PLACE_ST_REGISTERED))
+		return -ENOENT;
+	return d;
+}
+
+/* t's record, or NULL when t is NULL or was never initialised. */
+static inline struct place_task_rec *place__task_rec(const place_task *t)
+{
+	struct place_task_rec *r = t ? place__rec((place_task *)t) : NULL;
+
+	return r && r->magic == PLACE_TASK_MAGIC ? r : NULL;
+}
 
 /* idle.c */
 void place__idle_publish(struct place *p, int cpu);
 void place__exact_unpublish(struct place *p, int cpu);
 bool place__core_available(const struct place *p, int cpu);
-void place__util_tick(struct place *p, int cpu, uint64_t now);
+void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stamp);
 uint32_t place__scan_bound(uint64_t weight, uint64_t util);
 void place__after_delivery(struct place *p, int cpu, uint64_t before, uint64_t after);
 

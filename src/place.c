@@ -208,31 +208,6 @@ PLACE_EXTERN const place_topo *place_get_topo(const place *p)
 	return p ? p->topo : NULL;
 }
 
-/* ---- argument checks shared by the public calls ------------------------ */
-
-/* Dense index of a CPU with a registered worker, or -EINVAL (p NULL),
- * -ENODEV (not a usable CPU), -ENOENT (no worker registered). */
-int place__worker_cpu(const struct place *p, int os)
-{
-	int d;
-
-	if (!p)
-		return -EINVAL;
-	d = place__dense(p, os);
-	if (d < 0)
-		return -ENODEV;
-	if (!(place__state(p, d) & PLACE_ST_REGISTERED))
-		return -ENOENT;
-	return d;
-}
-
-struct place_task_rec *place__task_rec(const place_task *t)
-{
-	struct place_task_rec *r = t ? place__rec((place_task *)t) : NULL;
-
-	return r && r->magic == PLACE_TASK_MAGIC ? r : NULL;
-}
-
 /* ---- workers ----------------------------------------------------------- */
 
 static int bind_caller(int cpu)

@@ -31,6 +31,7 @@ struct wake {
 	bool claim;   /* claim the CPU we return */
 	int waker;    /* the waking worker's CPU */
 	int prev;     /* where t last ran, if still usable */
+	uint64_t prev_state; /* its state when wake_init checked it */
 	int target;   /* wake_affine's choice: the fallback */
 	int cpu;      /* the CPU found */
 	uint32_t gen; /* its claim */
@@ -100,7 +101,7 @@ static void record_wakee(struct wake *w, struct place_task_rec *wr)
 {
 	/* The start of the waker's current run stands in for "now": off by at
 	 * most one run, against a one-second decay, and no clock read. */
-	uint64_t now = w->p->cpu[w->waker].run_start;
+	uint64_t now = w->p->cpu[w->waker].stamp;
 
 	if (now - wr->flip_decay_ns > FLIP_DECAY_NS) {
 		wr->wakee_flips >>= 1;
@@ -423,7 +424,8 @@ static enum place_stat_id select_idle_sibling(struct wake *w)
 	int recent = place__dense(w->p, w->r->recent_used_cpu);
 	bool core;
 
-	if (take(w, target))
+	/* target is usually prev, whose state wake_init just read */
+	if (target == prev ? take_seen(w, prev, w->prev_state) : take(w, target))
 		return PLACE_STAT_hit_target;
 	if (prev >= 0 && prev != target && same_llc(w, prev, target) && take(w, prev))
 		return PLACE_STAT_hit_prev;
@@ -467,9 +469,12 @@ static int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, uns
 	w->t = t;
 	w->flags = flags;
 	w->probes = w->lost = w->false_pos = 0;
+	w->prev_state = 0;
 	w->claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
 	w->prev = (flags & PLACE_WAKE_NEW) ? -1 : place__dense(p, w->r->prev_cpu);
-	if (w->prev >= 0 && !usable(w, w->prev))
+	if (w->prev >= 0 && place__allowed(p, t, w->prev))
+		w->prev_state = probe(w, w->prev);
+	if (w->prev >= 0 && !(w->prev_state & PLACE_ST_REGISTERED))
 		w->prev = -1;
 	w->cpu = -1;
 	w->gen = 0;
