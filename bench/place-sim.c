@@ -68,6 +68,7 @@ static void usage(FILE *f)
 	      "machine model:\n"
 	      "  --smt-factor F (0.6)  --wake-ns N (4000)  --llc-penalty-ns N (5000)  --node-penalty-ns N (15000)\n"
 	      "  --decision-ns N (50)  --probe-ns N (15)  --slice-ns N (3000000)  --jitter PCT (20)\n"
+	      "  --deep-idle-ns N --deep-wake-ns M   a worker parked N ns or more wakes M ns slower (off)\n"
 	      "  --steal              idle workers steal nearest-first before parking\n"
 	      "  --max-time-ns N      stop a run at this virtual time\n"
 	      "workloads:\n"
@@ -134,7 +135,7 @@ enum {
 	O_SUMMARY, O_SMT, O_WAKE, O_LLC_PEN, O_NODE_PEN, O_DECISION, O_PROBE, O_SLICE, O_JITTER,
 	O_STEAL, O_MAX_TIME, O_GROUPS, O_SENDERS, O_RECEIVERS, O_LOOPS, O_PIPE, O_SEND_NS, O_RECV_NS,
 	O_MSG_THREADS, O_WORKERS, O_ROUNDS, O_WORK_NS, O_MSG_NS, O_PAIRS, O_HOPS, O_RUN_NS, O_THREADS,
-	O_ITERS, O_BURST_NS, O_RUNS, O_HELP
+	O_ITERS, O_BURST_NS, O_RUNS, O_DEEP_IDLE, O_DEEP_WAKE, O_HELP
 };
 
 static const struct option long_opts[] = {
@@ -176,6 +177,8 @@ static const struct option long_opts[] = {
 	{ "iters", required_argument, NULL, O_ITERS },
 	{ "burst-ns", required_argument, NULL, O_BURST_NS },
 	{ "runs", required_argument, NULL, O_RUNS },
+	{ "deep-idle-ns", required_argument, NULL, O_DEEP_IDLE },
+	{ "deep-wake-ns", required_argument, NULL, O_DEEP_WAKE },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -226,6 +229,8 @@ static uint64_t *u64_param(struct sim_params *p, int opt)
 	switch (opt) {
 	case O_SEED: return &p->seed;
 	case O_WAKE: return &p->wake_ns;
+	case O_DEEP_IDLE: return &p->deep_idle_ns;
+	case O_DEEP_WAKE: return &p->deep_wake_ns;
 	case O_LLC_PEN: return &p->llc_penalty_ns;
 	case O_NODE_PEN: return &p->node_penalty_ns;
 	case O_DECISION: return &p->decision_ns;
@@ -415,16 +420,19 @@ static void describe(char *buf, size_t size, const struct opts *o, const struct 
 		     const place_topo *topo)
 {
 	const struct sim_params *p = &o->prm;
-	char runs[48] = "";
+	char runs[48] = "", deep[64] = "";
 
+	if (p->deep_idle_ns)
+		snprintf(deep, sizeof(deep), " (+%" PRIu64 "ns after %" PRIu64 "ns parked)", p->deep_wake_ns,
+			 p->deep_idle_ns);
 	if (o->runs > 1)
 		snprintf(runs, sizeof(runs), " (median of %d seeds)", o->runs < 16 ? o->runs : 16);
 	snprintf(buf, size,
 		 "place-sim %s on %s: %d CPUs, %d cores, %d LLCs, %d nodes; smt %.2f wake %" PRIu64
-		 "ns llc+%" PRIu64 "ns node+%" PRIu64 "ns decision %" PRIu64 "ns+%" PRIu64
+		 "ns%s llc+%" PRIu64 "ns node+%" PRIu64 "ns decision %" PRIu64 "ns+%" PRIu64
 		 "ns/probe slice %" PRIu64 "ns jitter %u%%%s seed %" PRIu64 "%s",
 		 o->workload, place_topo_source(topo), m->nr_cpus, m->nr_cores, m->nr_llcs, m->nr_nodes,
-		 p->smt_permille / 1000.0, p->wake_ns, p->llc_penalty_ns, p->node_penalty_ns,
+		 p->smt_permille / 1000.0, p->wake_ns, deep, p->llc_penalty_ns, p->node_penalty_ns,
 		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, p->steal ? " steal" : "", p->seed,
 		 runs);
 }

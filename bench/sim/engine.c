@@ -200,9 +200,22 @@ static void go_idle(struct sim *s, int c)
 	if (s->prm->steal && try_steal(s, c))
 		return;
 	update_idle(s, c);
+	s->cpu[c].parked_at = s->now;
 	err = sim_pol_idle_enter(&s->pol, c);
 	if (err < 0)
 		fail(s, err);
+}
+
+/* The wakeup latency of a parked worker: longer once it has been parked
+ * long enough to reach a deep idle state (what makes runtimes prefer the
+ * most recently parked worker). */
+static uint64_t wake_latency(const struct sim *s, int c)
+{
+	const struct sim_params *p = s->prm;
+
+	if (p->deep_idle_ns && s->now - s->cpu[c].parked_at >= p->deep_idle_ns)
+		return p->wake_ns + p->deep_wake_ns;
+	return p->wake_ns;
 }
 
 static void start_next(struct sim *s, int c)
@@ -323,7 +336,7 @@ int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
 	if (cpu->cur < 0 && !cpu->waking) {
 		/* A parked worker: it runs the task after the wakeup latency. */
 		cpu->waking = true;
-		if (sim_heap_push(&s->heap, s->now + s->prm->wake_ns, SIM_EV_WAKE_DONE, c, 0) < 0)
+		if (sim_heap_push(&s->heap, s->now + wake_latency(s, c), SIM_EV_WAKE_DONE, c, 0) < 0)
 			fail(s, -ENOMEM);
 	}
 	update_idle(s, c);

@@ -134,6 +134,7 @@ struct sim_cpu {
 	unsigned rate;    /* speed of cur, per mille of full speed */
 	uint64_t since;   /* when cur's progress was last accounted */
 	uint64_t burst_end; /* when cur's burst ends at the current rate */
+	uint64_t parked_at; /* when its worker last parked */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -188,6 +189,8 @@ struct sim_params {
 	/* Machine model. */
 	unsigned smt_permille;     /* speed of each of two busy siblings, per mille */
 	uint64_t wake_ns;          /* latency to wake a parked worker */
+	uint64_t deep_idle_ns;     /* parked this long: a deep idle state (0 = no such state) */
+	uint64_t deep_wake_ns;     /* ... which adds this to the wakeup latency */
 	uint64_t llc_penalty_ns;   /* refill after a cross-LLC migration */
 	uint64_t node_penalty_ns;  /* refill after a cross-node migration (instead) */
 	uint64_t probe_ns;         /* simulated cost per CPU probed by a decision */
