@@ -55,6 +55,17 @@
 
 #include "place.h"
 
+/* --dump-each needs callgrind's client requests (valgrind's headers). */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define HAVE_CALLGRIND_H 1
+#endif
+#endif
+#ifndef HAVE_CALLGRIND_H
+#define CALLGRIND_DUMP_STATS do { } while (0)
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* What is measured                                                          */
 
@@ -108,6 +119,7 @@ struct opts {
 	bool tsv;
 	bool callgrind;
 	bool worker_waker;   /* --waker worker */
+	bool dump_each;      /* --dump-each: a callgrind dump after each measured wakeup */
 	bool contended;      /* also the 2-thread rows */
 	unsigned topo_mask;  /* bit i: topo_defs[i] */
 	unsigned load_mask;
@@ -141,6 +153,7 @@ struct row {
 	long calls[NR_OPS];  /* all calls in the measured steps */
 	double med[NR_OPS], p90[NR_OPS];
 	double ir[NR_OPS];   /* instructions per call, -1 when not measured */
+	double ir_med, ir_p90; /* of place_wakeup, per call; -1 when not measured */
 	double probes, stacked, lost;
 	double level[NR_LEVELS]; /* per 100 wakeups */
 	double timer;            /* the clock cost subtracted */
@@ -312,6 +325,7 @@ struct bench {
 	 * (by CPU, not by task) would end that claim instead: the run cycle,
 	 * which ends exactly this task's claim or queue entry, is used. */
 	bool release_ok;
+	bool dump_each;
 };
 
 /* Each template last ran on a random CPU, before the load is set. */
@@ -458,8 +472,12 @@ static void step(struct bench *b, place_task *t, uint64_t *rng, struct samples *
 
 	*t = b->tmpl[r % NR_TEMPLATES];
 	__atomic_fetch_add(&b->vclock, VCLOCK_STEP_NS, __ATOMIC_RELAXED);
+	if (s && b->dump_each && s[OP_WAKE].n == 0)
+		CALLGRIND_DUMP_STATS; /* part 1: the warm-up */
 	cpu = check("wakeup", TIMED(s ? &s[OP_WAKE] : NULL,
 				    place_wakeup(b->p, t, waker_of(b, r), 0)));
+	if (s && b->dump_each)
+		CALLGRIND_DUMP_STATS; /* parts 2..: one wakeup each */
 	if (b->busy[cpu])
 		undo_stacked(b, cpu, t, s);
 	else if (!b->release_ok || (r & (1ull << 40)))
@@ -624,6 +642,7 @@ static void row_summary(struct worker *w, int threads, int lane, struct row *r)
 		samples_summary(s, threads, &r->med[op], &r->p90[op]);
 		r->ir[op] = -1;
 	}
+	r->ir_med = r->ir_p90 = -1;
 }
 
 /* Every policy in pmask gets the same busy set, templates and draws. */
@@ -636,6 +655,7 @@ static void group_add(struct group *g, struct worker *w, const place_topo *topo,
 
 	b->worker_waker = o->worker_waker && g->threads == 1;
 	b->release_ok = g->threads == 1 && (o->features & PLACE_FEAT_CLAIM);
+	b->dump_each = o->dump_each;
 	for (int i = 0; i < g->threads; i++) {
 		struct lane *l = &w[i].lane[g->nr];
 
@@ -715,36 +735,104 @@ static void callgrind_parse(const char *path, double ir[NR_OPS])
 	fclose(f);
 }
 
-/* Run this program's --one under callgrind; read the counts it prints. */
-static bool callgrind_row(const struct opts *o, struct row *r)
+/* The command that runs row r's --one under callgrind into out. */
+static void cg_command(const struct opts *o, const struct row *r, const char *toggle,
+		       const char *out, long calls, bool dump_each, char *cmd, size_t size)
 {
-	char out[64], calls[32], warm[32], seed[32], feat[32], cmd[1024];
-	long n[NR_OPS];
-	FILE *pipe;
+	snprintf(cmd, size,
+		 "valgrind --tool=callgrind --toggle-collect=%s --compress-strings=no "
+		 "--compress-pos=no --callgrind-out-file=%s '%s' --one %s %s %d --calls %ld "
+		 "--warmup %ld --seed %" PRIu64 " --features %u --waker %s%s 2>/dev/null",
+		 toggle, out, o->self, policy_defs[r->policy].name, topo_defs[r->topo].name,
+		 load_defs[r->load], calls, o->warmup < 10000 ? o->warmup : 10000, o->seed,
+		 o->features, o->worker_waker ? "worker" : "none", dump_each ? " --dump-each" : "");
+}
+
+/* Run cmd; read the call counts that --one prints. */
+static bool cg_run(const char *cmd, long n[NR_OPS])
+{
+	FILE *pipe = popen(cmd, "r");
 	int got;
 
-	snprintf(out, sizeof(out), "/tmp/place-bench.%d.cg", (int)getpid());
-	snprintf(calls, sizeof(calls), "%ld", o->cg_calls);
-	snprintf(warm, sizeof(warm), "%ld", o->warmup < 10000 ? o->warmup : 10000);
-	snprintf(seed, sizeof(seed), "%" PRIu64, o->seed);
-	snprintf(feat, sizeof(feat), "%u", o->features);
-	snprintf(cmd, sizeof(cmd),
-		 "valgrind --tool=callgrind --toggle-collect=bench_measured "
-		 "--compress-strings=no --compress-pos=no --callgrind-out-file=%s "
-		 "'%s' --one %s %s %d --calls %s --warmup %s --seed %s --features %s --waker %s "
-		 "2>/dev/null", out, o->self, policy_defs[r->policy].name, topo_defs[r->topo].name,
-		 load_defs[r->load], calls, warm, seed, feat, o->worker_waker ? "worker" : "none");
-	pipe = popen(cmd, "r");
 	if (!pipe)
 		return false;
 	got = fscanf(pipe, "calls %ld %ld %ld %ld %ld", &n[0], &n[1], &n[2], &n[3], &n[4]);
-	if (pclose(pipe) != 0 || got != NR_OPS)
+	return pclose(pipe) == 0 && got == NR_OPS;
+}
+
+/* Mean instructions per call of each op: inclusive cost over call count. */
+static bool callgrind_means(const struct opts *o, struct row *r)
+{
+	char out[64], cmd[1024];
+	long n[NR_OPS];
+
+	snprintf(out, sizeof(out), "/tmp/place-bench.%d.cg", (int)getpid());
+	cg_command(o, r, "bench_measured", out, o->cg_calls, false, cmd, sizeof(cmd));
+	if (!cg_run(cmd, n))
 		return false;
 	callgrind_parse(out, r->ir);
 	unlink(out);
 	for (int op = 0; op < NR_OPS; op++)
 		r->ir[op] = n[op] ? r->ir[op] / (double)n[op] : -1;
 	return true;
+}
+
+#ifdef HAVE_CALLGRIND_H
+/* The "summary:" of one callgrind dump, or -1. */
+static double cg_summary(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	double v = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "summary: %lf", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Median and p90 instructions of place_wakeup: --dump-each writes one dump
+ * per measured wakeup, parts 2 .. calls + 1 (part 1 is the warm-up). */
+static bool callgrind_medians(const struct opts *o, struct row *r)
+{
+	enum { MAX = 1000 };
+	static double v[MAX];
+	long calls = o->cg_calls < MAX ? o->cg_calls : MAX, n[NR_OPS];
+	char out[64], part[96], cmd[1024];
+	int nv = 0;
+
+	snprintf(out, sizeof(out), "/tmp/place-bench.%d.med", (int)getpid());
+	cg_command(o, r, "place_wakeup", out, calls, true, cmd, sizeof(cmd));
+	if (!cg_run(cmd, n))
+		return false;
+	for (long k = 1; k <= calls + 1; k++) {
+		snprintf(part, sizeof(part), "%s.%ld", out, k);
+		if (k >= 2 && (v[nv] = cg_summary(part)) >= 0)
+			nv++;
+		unlink(part);
+	}
+	unlink(out);
+	if (nv == 0)
+		return false;
+	qsort(v, (size_t)nv, sizeof(v[0]), cmp_double);
+	r->ir_med = v[nv / 2];
+	r->ir_p90 = v[nv * 9 / 10];
+	return true;
+}
+#endif
+
+/* Both, for one row. The medians need valgrind's callgrind.h at build time. */
+static bool callgrind_row(const struct opts *o, struct row *r)
+{
+	if (!callgrind_means(o, r))
+		return false;
+#ifdef HAVE_CALLGRIND_H
+	return callgrind_medians(o, r);
+#else
+	return true;
+#endif
 }
 
 /* ------------------------------------------------------------------------ */
@@ -763,6 +851,7 @@ static void print_tsv_header(void)
 		printf("\t%s_med_ns\t%s_p90_ns\t%s_n", op_short[op], op_short[op], op_short[op]);
 	for (int op = 0; op < NR_OPS; op++)
 		printf("\t%s_ir", op_short[op]);
+	printf("\twake_ir_med\twake_ir_p90");
 	for (int i = 0; i < NR_LEVELS; i++)
 		printf("\t%s_pct", level_defs[i].name);
 	putchar('\n');
@@ -777,6 +866,7 @@ static void print_tsv_row(const struct row *r)
 		printf("\t%.0f\t%.0f\t%ld", r->med[op], r->p90[op], r->n[op]);
 	for (int op = 0; op < NR_OPS; op++)
 		printf("\t%.1f", r->ir[op]);
+	printf("\t%.0f\t%.0f", r->ir_med, r->ir_p90);
 	for (int i = 0; i < NR_LEVELS; i++)
 		printf("\t%.2f", r->level[i]);
 	putchar('\n');
@@ -790,13 +880,34 @@ static void print_ns(double v)
 		printf(" %6.1f", v);
 }
 
+static void print_count(double v)
+{
+	if (v < 0)
+		printf(" %5s", "-");
+	else
+		printf(" %5.0f", v);
+}
+
+/* Instructions per call: wakeup mean, median, p90 | the other ops' means. */
+static void print_ir(const struct row *r)
+{
+	printf(" |");
+	print_count(r->ir[OP_WAKE]);
+	print_count(r->ir_med);
+	print_count(r->ir_p90);
+	printf(" |");
+	for (int op = OP_IDLE; op < NR_OPS; op++)
+		print_count(r->ir[op]);
+}
+
 static void print_table_header(bool ir)
 {
 	printf("%-5s %4s %4s %4s %-8s | %6s %6s | %6s %6s %6s | %6s %6s %6s %6s",
 	       "cpus", "llc", "load", "busy", "policy", "wake", "p90", "probes", "stack%",
 	       "lost", "idle", "begin", "end", "rel");
 	if (ir)
-		printf(" | %6s %6s %6s %6s %6s", "Ir:wk", "idle", "begin", "end", "rel");
+		printf(" | %5s %5s %5s | %5s %5s %5s %5s", "Irwk", "med", "p90", "idle", "begin",
+		       "end", "rel");
 	putchar('\n');
 }
 
@@ -809,11 +920,8 @@ static void print_table_row(const struct row *r, bool ir)
 	printf(" | %6.2f %6.1f %6.3f |", r->probes, r->stacked, r->lost);
 	for (int op = OP_IDLE; op < NR_OPS; op++)
 		print_ns(r->med[op]);
-	if (ir) {
-		printf(" |");
-		for (int op = 0; op < NR_OPS; op++)
-			print_ns(r->ir[op] < 0 ? -1 : r->ir[op]);
-	}
+	if (ir)
+		print_ir(r);
 	putchar('\n');
 }
 
@@ -823,7 +931,8 @@ static const char table_legend[] =
 	"probes: CPUs probed per wakeup (place_stats_read); stack%: wakeups that found no idle CPU\n"
 	"lost: lost claims per wakeup; idle, begin, end, rel: median ns of place_idle_enter,\n"
 	"place_run_begin, place_run_end (the claimed CPU runs the task and parks again) and\n"
-	"place_claim_release; Ir: callgrind instructions per call (mean over the row's calls)\n";
+	"place_claim_release; Irwk, med, p90: callgrind instructions per place_wakeup (mean,\n"
+	"median, 90th percentile); idle..rel: instructions per call of the others (means)\n";
 
 /* A row of policy pi with the same topology, load and threads as r. */
 static const struct row *find_row(const struct row *rows, int nr, int ti, int li, int pi,
@@ -924,9 +1033,10 @@ static void targets_cost(const struct row *rows, int nr, int li)
 	char what[96];
 
 	if (sis) {
-		snprintf(what, sizeof(what), "256 @%d%%: SIS_CORE wakeup instructions", load_defs[li]);
-		target(what, sis->ir[OP_WAKE], 150, false);
-		snprintf(what, sizeof(what), "256 @%d%%: SIS_CORE idle_enter instructions",
+		snprintf(what, sizeof(what), "256 @%d%%: SIS_CORE wakeup instructions (%s)",
+			 load_defs[li], sis->ir_med >= 0 ? "median" : "mean");
+		target(what, sis->ir_med >= 0 ? sis->ir_med : sis->ir[OP_WAKE], 150, false);
+		snprintf(what, sizeof(what), "256 @%d%%: SIS_CORE idle_enter instructions (mean)",
 			 load_defs[li]);
 		target(what, sis->ir[OP_IDLE], 50, false);
 	}
@@ -934,7 +1044,7 @@ static void targets_cost(const struct row *rows, int nr, int li)
 		bool ir = s16->ir[OP_WAKE] > 0 && s1k->ir[OP_WAKE] >= 0;
 
 		snprintf(what, sizeof(what), "@%d%%: SIS_CORE wakeup %s 1024/16 CPUs", load_defs[li],
-			 ir ? "instructions" : "ns (median)");
+			 ir ? "instructions (mean)" : "ns (median)");
 		target(what, ir ? ratio(s1k->ir[OP_WAKE], s16->ir[OP_WAKE])
 				: ratio(s1k->med[OP_WAKE], s16->med[OP_WAKE]), 1.5, false);
 	}
@@ -973,6 +1083,8 @@ static const char usage_text[] =
 	"                   and min(--warmup, 10000)\n"
 	"  --one P T L      run one row, print its call counts (for callgrind:\n"
 	"                   valgrind --tool=callgrind --toggle-collect=bench_measured)\n"
+	"  --dump-each      with --one under callgrind: a dump after each measured\n"
+	"                   wakeup (--callgrind uses it for median instructions)\n"
 	"  --format F       table (default) or tsv\n";
 
 static void usage(int status)
@@ -1017,7 +1129,7 @@ static long parse_num(const char *arg)
 }
 
 enum { O_CALLS = 256, O_WARMUP, O_SEED, O_FEATURES, O_TOPO, O_LOAD, O_POLICY,
-       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_HELP };
+       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_HELP };
 
 static const struct option long_opts[] = {
 	{ "calls", required_argument, NULL, O_CALLS },
@@ -1032,6 +1144,7 @@ static const struct option long_opts[] = {
 	{ "one", required_argument, NULL, O_ONE },
 	{ "format", required_argument, NULL, O_FORMAT },
 	{ "waker", required_argument, NULL, O_WAKER },
+	{ "dump-each", no_argument, NULL, O_DUMP_EACH },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1059,6 +1172,7 @@ static void parse_opt(int c, const char *arg, struct opts *o, const char **one)
 			usage(2);
 		o->worker_waker = !strcmp(arg, "worker");
 		break;
+	case O_DUMP_EACH: o->dump_each = true; break;
 	case O_HELP: usage(0); break;
 	default: usage(2);
 	}
