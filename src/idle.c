@@ -161,6 +161,9 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	c = &p->cpu[d];
 	if (place_load_32(&c->running))
 		return -EBUSY;
+	/* RMW on the state word; partners: a claim ending in start_delivery()
+	 * or place_claim_release() (either it sees IDLE or we see no claim),
+	 * and repair() through the fence in place__idle_publish(). */
 	before = place__st_change(&c->state, PLACE_ST_IDLE, 0);
 	if (!(before & PLACE_ST_IDLE)) {
 		/* busy until the last run ended: no clock read here */
@@ -191,6 +194,8 @@ static void start_delivery(struct place *p, int cpu, struct place_task_rec *r, u
 
 	before = place__st_deliver(&p->cpu[cpu].state, true, from == cpu, r->claim_gen, &after);
 	if (from >= 0 && from != cpu) {
+		/* RMW on the other CPU's word; partner: its idle_enter (one of
+		 * the two sees the other, so an idle CPU is republished once) */
 		fb = place__st_deliver(&p->cpu[from].state, false, true, r->claim_gen, &fa);
 		if (r->claim_gen && (fb & PLACE_ST_CLAIMED) && !(fa & PLACE_ST_CLAIMED))
 			place_count_64(&p->slot[cpu].v[PLACE_STAT_claims_stolen], 1);

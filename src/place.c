@@ -248,6 +248,7 @@ PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags)
 	place_store_64(&c->curr_avg_ns, 0);
 	place_store_64(&c->busy_since, 0);
 	place_store_32(&c->scan_sibling, 0);
+	/* RMW: from here claims may succeed (place__st_claim needs REGISTERED) */
 	before = place__st_change(&c->state, PLACE_ST_REGISTERED | PLACE_ST_IDLE, 0);
 	if (before & PLACE_ST_REGISTERED)
 		return -EEXIST; /* lost a race with another register of cpu */
@@ -265,6 +266,7 @@ PLACE_EXTERN int place_worker_unregister(place *p, int cpu)
 	if (d < 0)
 		return d;
 	m = &p->map[d];
+	/* RMW: no claim succeeds after this (place__st_claim needs REGISTERED) */
 	place__st_change(&p->cpu[d].state, 0, PLACE_ST_REGISTERED | PLACE_ST_IDLE);
 	place_store_32(&p->cpu[d].running, 0);
 	place_store_ptr((void **)&p->cpu[d].curr, NULL);

@@ -390,6 +390,8 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 		if (nr == 1)
 			return PLACE_STAT_hit_fallback; /* overloaded: unlikely to find one */
 	}
+	/* consume the fail-prone mark (CAS 1 -> 0, so one scan takes it);
+	 * partner: set_scan_sibling()'s relaxed store, a hint */
 	if (sis_core && place__feat(w->p, PLACE_FEAT_SCAN_SIBLING))
 		scan_sibling = place_cas_32(&w->p->cpu[w->target].scan_sibling, 1, 0);
 

@@ -569,6 +569,32 @@ START_TEST(t_unregister)
 }
 END_TEST
 
+/* Statistics per LLC: a worker's wakeup counts in its own LLC, a
+ * non-worker's in the LLC it placed the task in; the total is the sum. */
+START_TEST(t_stats_per_llc)
+{
+	struct env e;
+	place_stats l0, l1, all;
+
+	env_open(&e, TOPO_2LLC, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 1, &e.task[40]);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 6), 1, 0), 6); /* waker in LLC 0 */
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 5), PLACE_CPU_NONE, 0), 5);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 4), PLACE_CPU_NONE, 0), 4);
+	ck_assert_int_eq(place_stats_read(e.p, 0, &l0), 0);
+	ck_assert_int_eq(place_stats_read(e.p, 1, &l1), 0);
+	ck_assert_int_eq(place_stats_read(e.p, -1, &all), 0);
+	ck_assert_uint_eq(l0.wakeups, 1);
+	ck_assert_uint_eq(l1.wakeups, 2);
+	ck_assert_uint_eq(all.wakeups, 3);
+	ck_assert_uint_eq(all.hit_target, 3);
+	ck_assert_uint_eq(all.claims, l0.claims + l1.claims);
+	ck_assert_uint_eq(all.cpus_probed, l0.cpus_probed + l1.cpus_probed);
+	ck_assert_uint_eq(all.idle_enters, 0);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -592,6 +618,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_wake_wide);
 	tcase_add_loop_test(tc, t_multiword, 0, 3);
 	tcase_add_test(tc, t_unregister);
+	tcase_add_test(tc, t_stats_per_llc);
 	suite_add_tcase(s, tc);
 	return s;
 }
