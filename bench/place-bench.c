@@ -13,10 +13,12 @@
  * is busy with the row's probability), wakes it with no waker
  * (PLACE_CPU_NONE: an I/O thread, placement around prev_cpu; --waker worker
  * makes a random busy CPU's worker the waker instead, single-thread rows
- * only), and then undoes the wakeup:
- * a claimed idle CPU either gets its claim released or runs the task and goes
- * idle again (alternating steps); a stacked wakeup (a busy CPU returned) is
- * run by that CPU's worker between two slices of its dummy task. So every
+ * only), and then undoes the wakeup: a claimed idle CPU either gets its
+ * claim released or runs the task and goes idle again (chosen at random;
+ * place_task_claimed tells whether the claim is this task's: with two
+ * threads an idle answer may be another thread's claim, stacked behind, and
+ * is run); a stacked wakeup (a busy CPU returned) is run by that CPU's
+ * worker between two slices of its dummy task. So every
  * wakeup sees the same busy set. Everything is drawn from one seed, and the
  * draws do not depend on the library's answers: every policy of a row gets
  * the same busy set, templates and sequence of wakeups.
@@ -318,13 +320,6 @@ struct bench {
 	uint64_t vclock;
 	int nr_busy;
 	bool worker_waker;
-	/* Undo a claim by place_claim_release on half the steps. Only when
-	 * this thread's wakeup surely claimed the idle CPU it got: with one
-	 * thread and PLACE_FEAT_CLAIM. With two, the CPU may be another
-	 * thread's claim that this wakeup stacked behind, and the release
-	 * (by CPU, not by task) would end that claim instead: the run cycle,
-	 * which ends exactly this task's claim or queue entry, is used. */
-	bool release_ok;
 	bool dump_each;
 };
 
@@ -480,8 +475,8 @@ static void step(struct bench *b, place_task *t, uint64_t *rng, struct samples *
 		CALLGRIND_DUMP_STATS; /* parts 2..: one wakeup each */
 	if (b->busy[cpu])
 		undo_stacked(b, cpu, t, s);
-	else if (!b->release_ok || (r & (1ull << 40)))
-		undo_run(b, cpu, t, s);
+	else if (place_task_claimed(b->p, t) != cpu || (r & (1ull << 40)))
+		undo_run(b, cpu, t, s); /* also for a stack behind another thread's claim */
 	else
 		check("claim_release", TIMED(s ? &s[OP_REL] : NULL,
 					     place_claim_release(b->p, cpu)));
@@ -654,7 +649,6 @@ static void group_add(struct group *g, struct worker *w, const place_topo *topo,
 	struct row *r = &g->rows[g->nr];
 
 	b->worker_waker = o->worker_waker && g->threads == 1;
-	b->release_ok = g->threads == 1 && (o->features & PLACE_FEAT_CLAIM);
 	b->dump_each = o->dump_each;
 	for (int i = 0; i < g->threads; i++) {
 		struct lane *l = &w[i].lane[g->nr];
