@@ -16,6 +16,19 @@
  * The same pool can wake the most recently parked worker instead
  * (POOL_WAKE_LIFO), the policy of Tokio, oneTBB and folly, for comparison.
  *
+ * Use:
+ *     struct job { pool_task task; ... };          // the pool_task first
+ *     static int job_run(pool_task *t, int cpu)    // on the worker of cpu
+ *     {
+ *             struct job *j = (struct job *)t;
+ *             ...                                  // pool_wake(p, &other->task, cpu, 0)
+ *             return POOL_SLEEP;                   // or POOL_DONE
+ *     }
+ *     pool_create(&p, NULL);                       // one pinned worker per CPU
+ *     pool_task_init(&j->task, job_run, NULL);
+ *     pool_wake(p, &j->task, PLACE_CPU_NONE, 0);   // from a thread that is no worker
+ *     pool_destroy(p);                             // runs what is queued, joins
+ *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #ifndef PLACE_EXAMPLE_POOL_H
