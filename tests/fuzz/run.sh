@@ -1,0 +1,86 @@
+#!/bin/sh
+# Build the libFuzzer targets with clang (libFuzzer + ASan + UBSan) and run each
+# for a bounded time; fail on any crash, leak, sanitizer report or timeout.
+#
+#   tests/fuzz/run.sh [OUTDIR]        (build.sh's fuzz_check uses OUTDIR=build-fuzz)
+#
+# Environment:
+#   PLACE_FUZZ_SECONDS   seconds per target (default 30); a long run: 3600
+#   PLACE_FUZZ_TARGETS   which targets (default "fuzz_topo fuzz_api")
+#   PLACE_FUZZ_JOBS      parallel libFuzzer workers per target (default 1)
+#   CLANG                the compiler (default clang)
+#
+# The library is compiled from the sources listed in src/local.am, with
+# coverage instrumentation, straight into the fuzzer (no configure needed).
+# Each target starts by replaying its whole seed corpus (tests/fuzz/corpus/*),
+# which holds every crash ever found: that is the regression test.
+# New interesting inputs go to OUTDIR/corpus-NAME (kept between runs), crash
+# inputs to OUTDIR/crash-NAME-*.
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+set -eu
+
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${1:-$SRC/build-fuzz}
+SECS=${PLACE_FUZZ_SECONDS:-30}
+TARGETS=${PLACE_FUZZ_TARGETS:-fuzz_topo fuzz_api}
+FJOBS=${PLACE_FUZZ_JOBS:-1}
+CC=${CLANG:-clang}
+
+mkdir -p "$OUT/obj"
+OUT=$(cd "$OUT" && pwd)
+
+# config.h as configure would write it, for what the sources use.
+version=$(sed -n 's/^AC_INIT(\[libplace\], \[\([^]]*\)\].*/\1/p' "$SRC/configure.ac")
+printf '#define _GNU_SOURCE 1\n#define PACKAGE_VERSION "%s"\n' "${version:-0}" >"$OUT/config.h"
+
+srcs=$(sed -n '/^libplace_la_SOURCES/,/[^\\]$/p' "$SRC/src/local.am" | tr ' \t\\' '\n\n\n' |
+	grep '^src/.*\.c$')
+# shellcheck disable=SC2046
+cflags="-std=gnu11 -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined -D_LGPL_SOURCE
+	-DPLACE_BUILDING -I$OUT -I$SRC/include -I$SRC/src $(pkg-config --cflags hwloc liburcu-bp ck)"
+libs=$(pkg-config --libs hwloc liburcu-bp)
+
+objs=""
+for s in $srcs; do
+	o="$OUT/obj/$(basename "$s" .c).o"
+	# shellcheck disable=SC2086
+	$CC $cflags -fsanitize=fuzzer-no-link,address,undefined -c "$SRC/$s" -o "$o"
+	objs="$objs $o"
+done
+
+# fuzz_topo's helper: plain hwloc, no sanitizer (see fuzz_topo.c).
+# shellcheck disable=SC2046
+$CC -O1 "$SRC/tests/fuzz/hwloc_probe.c" $(pkg-config --cflags --libs hwloc) -o "$OUT/hwloc_probe"
+
+status=0
+for t in $TARGETS; do
+	[ -f "$SRC/tests/fuzz/$t.c" ] || { echo "fuzz: no tests/fuzz/$t.c"; status=1; continue; }
+	# shellcheck disable=SC2086
+	$CC $cflags -fsanitize=fuzzer,address,undefined "$SRC/tests/fuzz/$t.c" $objs $libs -o "$OUT/$t"
+	seeds="$SRC/tests/fuzz/corpus/${t#fuzz_}"
+	mkdir -p "$OUT/corpus-$t"
+	rm -f "$OUT/$t.log" "$OUT"/fuzz-*.log
+	echo "fuzz: $t for ${SECS}s (seeds $(ls "$seeds" | wc -l) in tests/fuzz/corpus/${t#fuzz_})"
+	rc=0
+	# allocator_may_return_null: a huge allocation asked for by a hostile
+	# input must come back NULL (-ENOMEM), not abort the run.
+	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:abort_on_error=0:quarantine_size_mb=16 \
+	LSAN_OPTIONS="suppressions=$SRC/tests/fuzz/lsan.supp:print_suppressions=0" \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		"$OUT/$t" -max_total_time="$SECS" -timeout=20 -rss_limit_mb=4096 -max_len=16384 \
+		-print_final_stats=1 -jobs="$FJOBS" -workers="$FJOBS" \
+		-artifact_prefix="$OUT/crash-$t-" "$OUT/corpus-$t" "$seeds" >"$OUT/$t.log" 2>&1 || rc=$?
+	[ "$FJOBS" -gt 1 ] && cat "$OUT"/fuzz-*.log >>"$OUT/$t.log" 2>/dev/null
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/$t.log" | awk '{s+=$1} END {print s+0}')
+	cov=$(grep -o 'cov: [0-9]*' "$OUT/$t.log" | tail -n 1)
+	echo "fuzz: $t: $execs executions, $cov, corpus $(ls "$OUT/corpus-$t" | wc -l) inputs, exit $rc"
+	if [ "$rc" -ne 0 ]; then
+		grep -B2 -A40 -m1 'ERROR: \|runtime error\|check failed\|==ERROR\|deadly signal\|timeout' \
+			"$OUT/$t.log" | head -n 80
+		ls "$OUT"/crash-"$t"-* 2>/dev/null || true
+		echo "fuzz: $t FAILED (full log: $OUT/$t.log)"
+		status=1
+	fi
+done
+exit "$status"
