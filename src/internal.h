@@ -114,7 +114,9 @@ struct place_cpu_map {
 	int core_lo; /* first sibling's pos */
 	int smt;     /* number of siblings, itself included */
 	int core;    /* dense core id */
+	int pad[2];  /* 32 bytes: indexing is a shift */
 };
+_Static_assert(sizeof(struct place_cpu_map) == 32, "place_cpu_map is 32 bytes");
 
 /*
  * Per-LLC shared block. The first line is read-only after create; the hints
@@ -208,6 +210,10 @@ static inline struct place_task_rec *place__rec(place_task *t)
 
 struct place {
 	struct place_topo *topo; /* the instance's copy; becomes an RCU snapshot later */
+	/* topo's arrays the hot path indexes, one pointer chase closer */
+	int cpu_limit;
+	const int *dense_of;
+	const int *llc_cpus;
 	int policy;              /* enum place_policy */
 	unsigned feat;           /* PLACE_FEAT_* */
 	place_clock_fn clock;
@@ -235,15 +241,15 @@ static inline uint64_t place__now(const struct place *p)
 /* OS number -> dense index, or -1 when cpu is not usable. */
 static inline int place__dense(const struct place *p, int os)
 {
-	if (os < 0 || os >= p->topo->cpu_limit)
+	if (os < 0 || os >= p->cpu_limit)
 		return -1;
-	return p->topo->dense_of[os];
+	return p->dense_of[os];
 }
 
 /* Dense index of the CPU at pos of LLC l. */
 static inline int place__llc_cpu(const struct place *p, int l, int pos)
 {
-	return p->topo->llc_cpus[p->llc[l].first + pos];
+	return p->llc_cpus[p->llc[l].first + pos];
 }
 
 /* May t run on dense cpu (its cpu_set_t)? Registration is checked apart. */

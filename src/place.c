@@ -173,6 +173,9 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	err = -ENOMEM;
 	if (!(p->topo = place__topo_dup(topo)))
 		goto fail;
+	p->cpu_limit = p->topo->cpu_limit;
+	p->dense_of = p->topo->dense_of;
+	p->llc_cpus = p->topo->llc_cpus;
 	p->cpu = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->cpu));
 	p->map = calloc((size_t)p->topo->nr_cpus, sizeof(*p->map));
 	p->llc = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->llc));

@@ -67,7 +67,7 @@ static uint32_t nr_running(const struct wake *w, int cpu, uint64_t state)
 
 /* cpu was seen available in state s: make it ours (claim unless answering
  * only). A lost claim means someone else got it: the caller moves on. */
-static bool take_seen(struct wake *w, int cpu, uint64_t s)
+static inline bool take_seen(struct wake *w, int cpu, uint64_t s)
 {
 	if (!place__st_available(s))
 		return false;
@@ -81,7 +81,7 @@ static bool take_seen(struct wake *w, int cpu, uint64_t s)
 	return true;
 }
 
-static bool take(struct wake *w, int cpu)
+static inline bool take(struct wake *w, int cpu)
 {
 	return place__allowed(w->p, w->t, cpu) && take_seen(w, cpu, probe(w, cpu));
 }
