@@ -6,8 +6,9 @@
  *              sender sends one message to every receiver of its group per
  *              loop (waking it), M loops, yielding between loops
  *   pingpong   P pairs of tasks waking each other (sync wakeups), N hops each
- * Reports wall time (median of the repeats) and wakeup latency percentiles
- * (from pool_wake to the start of the run, all repeats), side by side.
+ * Reports wall time (median of the repeats), wakeup latency percentiles
+ * (from pool_wake to the start of the run, all repeats), the share of runs
+ * that were stolen and the parks per run, side by side.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -32,6 +33,7 @@
 /* Latency histogram, one per worker (written by that worker only). */
 struct hist {
 	uint64_t n[HIST_BUCKETS];
+	struct pool_stats ps;   /* summed over the repeats (in the per-mode sums only) */
 } __attribute__((aligned(64)));
 
 struct bench {
@@ -207,6 +209,7 @@ struct mode {
 static uint64_t run_once(struct bench *b, const struct mode *m, bool messaging, struct hist *sum)
 {
 	struct pool_config cfg = { .mode = m->wake, .queue_size = 4096 };
+	struct pool_stats ps;
 	place_config pc;
 	struct actor *a;
 	size_t n = 0;
@@ -238,6 +241,11 @@ static uint64_t run_once(struct bench *b, const struct mode *m, bool messaging, 
 		pthread_cond_wait(&b->cond, &b->lock);
 	pthread_mutex_unlock(&b->lock);
 	wall = now_ns() - t0;
+	pool_stats_read(b->pool, &ps);
+	sum->ps.runs += ps.runs;
+	sum->ps.steals += ps.steals;
+	sum->ps.parks += ps.parks;
+	sum->ps.overflow += ps.overflow;
 	pool_destroy(b->pool);
 	b->pool = NULL;
 	for (int c = 0; c < b->cpu_limit; c++)
@@ -314,15 +322,18 @@ static void print_row(const struct opts *o, const char *wl, const struct mode *m
 	qsort(walls, (size_t)o->repeat, sizeof(*walls), cmp_u64);
 	med = walls[o->repeat / 2];
 	if (o->tsv) {
-		printf("%s\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", wl,
-		       m->name, med, walls[0], walls[o->repeat - 1], percentile(h, 0.5), percentile(h, 0.99),
-		       percentile(h, 0.999));
+		printf("%s\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+		       "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", wl, m->name, med, walls[0], walls[o->repeat - 1],
+		       percentile(h, 0.5), percentile(h, 0.99), percentile(h, 0.999), h->ps.runs, h->ps.steals,
+		       h->ps.parks);
 		return;
 	}
-	printf("%-10s %-9s %9.2f %9.2f %9.2f %11.0f %+7.1f%% %9.1f %9.1f %9.1f\n", wl, m->name, med / 1e6,
-	       walls[0] / 1e6, walls[o->repeat - 1] / 1e6, (double)units * 1e9 / (double)med,
+	printf("%-10s %-9s %9.2f %9.2f %9.2f %11.0f %+7.1f%% %9.1f %9.1f %9.1f %6.1f%% %8.0f\n", wl, m->name,
+	       med / 1e6, walls[0] / 1e6, walls[o->repeat - 1] / 1e6, (double)units * 1e9 / (double)med,
 	       ref_wall ? ((double)*ref_wall / (double)med - 1.0) * 100.0 : 0.0, percentile(h, 0.5) / 1e3,
-	       percentile(h, 0.99) / 1e3, percentile(h, 0.999) / 1e3);
+	       percentile(h, 0.99) / 1e3, percentile(h, 0.999) / 1e3,
+	       h->ps.runs ? 100.0 * (double)h->ps.steals / (double)h->ps.runs : 0.0,
+	       (double)h->ps.parks / o->repeat);
 }
 
 static int run_workload(struct bench *b, const struct opts *o, const struct mode *m, int nm, bool messaging)
@@ -437,10 +448,11 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.cond, NULL);
 	if (o.tsv)
-		printf("workload\tmode\twall_ns\twall_min_ns\twall_max_ns\tlat_p50_ns\tlat_p99_ns\tlat_p999_ns\n");
+		printf("workload\tmode\twall_ns\twall_min_ns\twall_max_ns\tlat_p50_ns\tlat_p99_ns\tlat_p999_ns"
+		       "\truns\tsteals\tparks\n");
 	else
-		printf("%-10s %-9s %9s %9s %9s %11s %8s %9s %9s %9s\n", "workload", "mode", "wall_ms", "min_ms",
-		       "max_ms", "units/s", "vs", "p50_us", "p99_us", "p999_us");
+		printf("%-10s %-9s %9s %9s %9s %11s %8s %9s %9s %9s %7s %8s\n", "workload", "mode", "wall_ms",
+		       "min_ms", "max_ms", "units/s", "vs", "p50_us", "p99_us", "p999_us", "stolen", "parks");
 	err = 0;
 	if (!o.only_pingpong)
 		err = run_workload(&b, &o, modes, nm, true);
