@@ -150,17 +150,21 @@ void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stam
 
 /* ---- the worker's edges ------------------------------------------------ */
 
+/* d (a dense CPU or an error) unless its worker still runs a task. */
+static int between_tasks(const place *p, int d)
+{
+	return d >= 0 && place_load_32(&p->cpu[d].running) ? -EBUSY : d;
+}
+
 PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 {
-	int d = place__worker_cpu(p, cpu);
+	int d = between_tasks(p, place__worker_cpu(p, cpu));
 	struct place_cpu *c;
 	uint64_t before;
 
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
-	if (place_load_32(&c->running))
-		return -EBUSY;
 	/* RMW on the state word; partners: a claim ending in start_delivery()
 	 * or place_claim_release() (either it sees IDLE or we see no claim),
 	 * and repair() through the fence in place__idle_publish(). */
@@ -224,15 +228,13 @@ static int task_edge(place *p, int cpu, place_task *t, struct place_task_rec **r
 PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 {
 	struct place_task_rec *r;
-	int d = task_edge(p, cpu, t, &r);
+	int d = between_tasks(p, task_edge(p, cpu, t, &r));
 	struct place_cpu *c;
 	uint64_t now;
 
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
-	if (place_load_32(&c->running))
-		return -EBUSY;
 	now = place__now(p);
 	start_delivery(p, d, r, now);
 	place_store_32(&c->running, 1);
