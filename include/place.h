@@ -355,6 +355,21 @@ PLACE_EXTERN int place_claim_release(place *p, int cpu);
 PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t);
 
 /* ------------------------------------------------------------------------ */
+/* Work stealing                                                             */
+
+/* The CPUs an idle worker on cpu should try to steal from, nearest first: its
+ * SMT siblings, the rest of its LLC, the rest of its NUMA node, the rest of
+ * its package, then everything else. Within each ring the order starts just
+ * after cpu and wraps, so thieves that go idle together try different victims
+ * first. Only CPUs with a registered worker are listed; cpu itself never is.
+ * Writes at most max OS CPU numbers into out and returns how many there are
+ * (which may exceed max). Not a hot path (O(CPUs)): compute once per worker
+ * and again after registrations change.
+ * -EINVAL p NULL, max < 0, or out NULL with max > 0; -ENODEV cpu not usable;
+ * -ENOENT no worker registered on cpu. Any thread. */
+PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max);
+
+/* ------------------------------------------------------------------------ */
 /* Statistics                                                                */
 
 typedef struct place_stats {

@@ -3,7 +3,7 @@
 # PLACE_EXTERN in include/place.h: nothing internal leaks (visibility is hidden
 # by default), nothing declared is missing.
 set -eu
-top_srcdir=${top_srcdir:-$(dirname "$0")/..}
+top_srcdir=${top_srcdir:-${PLACE_TEST_SRCDIR:-$(dirname "$0")}/..}
 lib=${PLACE_LIBDIR:-.libs}/libplace.so
 [ -f "$lib" ] || { echo "abi-symbols: $lib not built (static-only build?)"; exit 77; }
 want=$(mktemp) got=$(mktemp)

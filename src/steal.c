@@ -1,0 +1,70 @@
+/*
+ * Work-stealing order: for an idle worker, the CPUs to try to steal from,
+ * nearest first. Every work-stealing runtime writes this by hand, usually as
+ * "random victim" or "next index", and so steals across a socket while the
+ * SMT sibling has work.
+ *
+ * Rings, nearest first: SMT siblings, the rest of the LLC, the rest of the
+ * NUMA node, the rest of the package, everything else. Within a ring the walk
+ * starts just after the thief in dense CPU order and wraps, so thieves that
+ * go idle together do not all hit the same victim first.
+ *
+ * Not a hot path: a worker computes its order once (and after a topology
+ * change) and keeps it.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+
+#include "internal.h"
+
+enum steal_ring { RING_CORE, RING_LLC, RING_NODE, RING_PACKAGE, RING_REST, NR_RINGS };
+
+static enum steal_ring ring_of(const struct place_topo *t, int a, int b)
+{
+	const struct place_topo_cpu *x = &t->cpu[a], *y = &t->cpu[b];
+
+	if (x->core == y->core)
+		return RING_CORE;
+	if (x->llc == y->llc)
+		return RING_LLC;
+	if (x->node == y->node)
+		return RING_NODE;
+	if (x->package >= 0 && x->package == y->package)
+		return RING_PACKAGE;
+	return RING_REST;
+}
+
+static bool registered(const struct place *p, int cpu)
+{
+	return (place_load_64(&p->cpu[cpu].state) & PLACE_ST_REGISTERED) != 0;
+}
+
+/* Registration is read relaxed: a worker that comes or goes meanwhile is a
+ * victim too many or too few, which the thief finds out when it tries. */
+PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max)
+{
+	int self = place__worker_cpu(p, cpu), n = 0;
+	const struct place_topo *t;
+
+	if (self < 0)
+		return self;
+	if (max < 0 || (max > 0 && !out))
+		return -EINVAL;
+	t = p->topo;
+	for (int ring = 0; ring < NR_RINGS; ring++) {
+		for (int i = 1; i < t->nr_cpus; i++) {
+			int v = (self + i) % t->nr_cpus;
+
+			if ((int)ring_of(t, self, v) != ring || !registered(p, v))
+				continue;
+			if (n < max)
+				out[n] = t->os_of[v];
+			n++;
+		}
+	}
+	return n;
+}
