@@ -444,19 +444,37 @@ static enum place_stat_id select_idle_sibling(struct wake *w)
 
 /* ---- the public calls -------------------------------------------------- */
 
-/* A task still counted on some CPU from an earlier wakeup that never ran
- * (delivered nowhere, not released): drop that first. */
-static void drop_stale_delivery(struct place *p, struct place_task_rec *r)
+/* Is any CPU usable for t at all? Cheap unless neither prev nor the waker is. */
+static bool any_usable(struct wake *w)
 {
-	int from = place__dense(p, r->queued_cpu);
+	if (w->prev >= 0 || (w->waker >= 0 && usable(w, w->waker)))
+		return true;
+	for (int cpu = 0; cpu < w->p->topo->nr_cpus; cpu++)
+		if (usable(w, cpu))
+			return true;
+	return false;
+}
+
+/* t still counts on some CPU from an earlier wakeup it never ran after
+ * (delivered nowhere, not released): give that up first, so that this
+ * wakeup sees that CPU as it is now (prev's state is read again). Only once
+ * the wakeup cannot fail with -ESRCH: a failed call changes nothing. */
+static bool drop_stale_delivery(struct wake *w)
+{
+	int from = place__dense(w->p, w->r->queued_cpu);
 	uint64_t before, after;
 
+	if (!any_usable(w))
+		return false;
 	if (from >= 0) {
-		before = place__st_deliver(&p->cpu[from].state, false, true, r->claim_gen, &after);
-		place__after_delivery(p, from, before, after);
+		before = place__st_deliver(&w->p->cpu[from].state, false, true, w->r->claim_gen, &after);
+		place__after_delivery(w->p, from, before, after);
 	}
-	r->queued_cpu = -1;
-	r->claim_gen = 0;
+	w->r->queued_cpu = -1;
+	w->r->claim_gen = 0;
+	if (w->prev >= 0)
+		w->prev_state = probe(w, w->prev);
+	return true;
 }
 
 static int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
@@ -516,11 +534,11 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 
 	if (err)
 		return err;
-	if (w.r->queued_cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM))
-		drop_stale_delivery(p, w.r);
+	if (w.r->queued_cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM) && !drop_stale_delivery(&w))
+		return -ESRCH;
 	w.target = wake_target(&w);
 	if (w.target < 0)
-		return -ESRCH;
+		return -ESRCH; /* no usable CPU (changed nothing, or raced an unregister) */
 	level = select_idle_sibling(&w);
 	if (level == PLACE_STAT_hit_fallback)
 		w.cpu = w.target; /* nothing idle: stack on the target */

@@ -595,6 +595,38 @@ START_TEST(t_stats_per_llc)
 }
 END_TEST
 
+/* Waking a task again before it ran gives up its earlier claim first, and
+ * sees that CPU as it is then: prev, idle again, is claimed again (fuzz
+ * finding F3). A wakeup that fails with -ESRCH keeps the old claim (F2). */
+START_TEST(t_rewake_before_run)
+{
+	struct env e;
+	cpu_set_t none;
+	place_task *t;
+	uint64_t s;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	t = env_task_on(&e, 1, 5);
+	ck_assert_int_eq(env_wake(&e, t, PLACE_CPU_NONE, 0), 5);
+	ck_assert_int_eq(env_wake(&e, t, PLACE_CPU_NONE, 0), 5);
+	ck_assert_int_eq(place_task_claimed(e.p, t), 5);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 5)), 1);
+	ck_assert_uint_eq(env_stats(&e).hit_fallback, 0);
+
+	ck_assert_int_eq(place_worker_unregister(e.p, 7), 0);
+	CPU_ZERO(&none);
+	CPU_SET(7, &none);
+	ck_assert_int_eq(place_task_set_cpus(t, &none, sizeof(none)), 0);
+	s = env_state(&e, 5);
+	ck_assert_int_eq(place_wakeup(e.p, t, PLACE_CPU_NONE, 0), -ESRCH);
+	ck_assert_int_eq(place_wakeup(e.p, t, 2, PLACE_WAKE_NEW), -ESRCH);
+	ck_assert_uint_eq(env_state(&e, 5), s);
+	ck_assert_int_eq(place_task_set_cpus(t, NULL, 0), 0);
+	ck_assert_int_eq(place_task_claimed(e.p, t), 5);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -619,6 +651,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_multiword, 0, 3);
 	tcase_add_test(tc, t_unregister);
 	tcase_add_test(tc, t_stats_per_llc);
+	tcase_add_loop_test(tc, t_rewake_before_run, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }
