@@ -9,7 +9,10 @@
  *   -> IDLE/QUEUED/DONE by the running worker. All __ATOMIC_SEQ_CST: a state
  *   word is touched a few times per run, clarity beats the cycles.
  * - worker.ring: ck_ring MPMC. Producers: any waker; consumers: the owner and
- *   thieves. A task pointer is in at most one ring or the overflow list.
+ *   thieves. A task pointer is in at most one ring, runnext slot or the
+ *   overflow list.
+ * - worker.next: the runnext slot, read and written by its worker's thread
+ *   only (a sync wakeup from that worker to itself), never stolen.
  * - worker.parked: the futex word, 1 while the worker is (about to be)
  *   asleep. The worker stores 1, then re-checks every queue; a waker pushes,
  *   then reads parked. Both sides are sequentially consistent (Dekker), so
@@ -52,6 +55,7 @@ struct worker {
 	int idx;
 	int *victims;               /* worker indexes, nearest first */
 	int nvictims;
+	pool_task *next;            /* the runnext slot: owner only, never stolen */
 	pthread_t thread;
 	bool started;
 	unsigned parked;            /* futex word, see the header comment */
@@ -60,7 +64,7 @@ struct worker {
 
 struct pool {
 	place_topo *topo;
-	place *place;               /* NULL in LIFO mode */
+	place *place;               /* the wakeup path in PLACE mode; steal order in both */
 	int mode;
 	int n;
 	struct worker *w;
@@ -75,6 +79,12 @@ struct pool {
 	unsigned long pending;
 	unsigned stopping;
 };
+
+/* Does libplace see this pool's edges? (LIFO mode keeps it for the steal order only.) */
+static bool placed(const struct pool *p)
+{
+	return p->mode == POOL_WAKE_PLACE;
+}
 
 static uint64_t now_ns(void)
 {
@@ -208,7 +218,7 @@ static void push(struct pool *p, struct worker *w, pool_task *t)
 		wake_worker(w);
 		return;
 	}
-	if (p->place && place_task_claimed(p->place, &t->place) == w->cpu)
+	if (placed(p) && place_task_claimed(p->place, &t->place) == w->cpu)
 		place_claim_release(p->place, w->cpu);
 	__atomic_add_fetch(&w->overflow, 1, __ATOMIC_RELAXED);
 	overflow_push(p, t);
@@ -219,6 +229,21 @@ static void push(struct pool *p, struct worker *w, pool_task *t)
 			wake_worker(&p->w[idx]);
 	}
 	wake_worker(w);
+}
+
+/* A sync wakeup onto the waker's own worker goes to its runnext slot (Go's
+ * runnext, Tokio's LIFO slot): the waker is about to sleep, so t runs next,
+ * here, with hot caches, and no idle thief can take it meanwhile (which
+ * would bounce a ping-pong pair between CPUs). Only the waker's own thread
+ * gets here with w->cpu == waker_cpu (pool_wake's contract), so the slot
+ * needs no atomics. */
+static void push_woken(struct pool *p, struct worker *w, pool_task *t, int waker_cpu, unsigned flags)
+{
+	if ((flags & PLACE_WAKE_SYNC) && w->cpu == waker_cpu && !w->next) {
+		w->next = t;
+		return;
+	}
+	push(p, w, t);
 }
 
 /* Choose a worker for t and queue it there. t is QUEUED, counted in pending. */
@@ -232,14 +257,14 @@ static int enqueue(struct pool *p, pool_task *t, int waker_cpu, unsigned flags)
 
 		if (cpu < 0)
 			return cpu;
-		push(p, &p->w[p->worker_of[cpu]], t);
+		push_woken(p, &p->w[p->worker_of[cpu]], t, waker_cpu, flags);
 		return 0;
 	}
 	idx = lifo_pop(p);
 	if (idx < 0 && waker_cpu >= 0 && waker_cpu < p->cpu_limit)
 		idx = p->worker_of[waker_cpu];
 	if (idx >= 0) {
-		push(p, &p->w[idx], t);
+		push_woken(p, &p->w[idx], t, waker_cpu, flags);
 		return 0;
 	}
 	/* Nobody parked and no waker queue: the overflow list, then a second
@@ -291,6 +316,11 @@ static pool_task *take(struct worker *w, bool *stolen)
 	pool_task *t;
 
 	*stolen = false;
+	if (w->next) {
+		t = w->next;
+		w->next = NULL;
+		return t;
+	}
 	if (ck_ring_dequeue_mpmc(&w->ring, w->buf, &t))
 		return t;
 	t = overflow_pop(p);
@@ -329,7 +359,7 @@ static void park(struct worker *w)
 {
 	struct pool *p = w->p;
 
-	if (p->place)
+	if (placed(p))
 		place_idle_enter(p->place, w->cpu);
 	else
 		lifo_push(p, w->idx);
@@ -340,7 +370,7 @@ static void park(struct worker *w)
 		futex_wait(&w->parked, 1);
 	}
 	__atomic_store_n(&w->parked, 0, __ATOMIC_SEQ_CST);
-	if (!p->place)
+	if (!placed(p))
 		lifo_remove(p, w->idx);
 }
 
@@ -360,7 +390,7 @@ static void after_sleep(struct worker *w, pool_task *t)
 
 	if (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) == T_NOTIFIED) {
 		/* Woken while running: it stays runnable here, behind the others. */
-		if (p->place)
+		if (placed(p))
 			place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_PREEMPT);
 		__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
 		t->woken_ns = now_ns();
@@ -368,7 +398,7 @@ static void after_sleep(struct worker *w, pool_task *t)
 		return;
 	}
 	/* Report the edge before t can be woken again (one edge at a time). */
-	if (p->place)
+	if (placed(p))
 		place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_SLEEP);
 	if (__atomic_compare_exchange_n(&t->state, &s, T_IDLE, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 		retire(p);
@@ -388,7 +418,7 @@ static void run(struct worker *w, pool_task *t, bool stolen)
 	int ret;
 
 	__atomic_store_n(&t->state, T_RUNNING, __ATOMIC_SEQ_CST);
-	if (p->place)
+	if (placed(p))
 		place_run_begin(p->place, w->cpu, &t->place);
 	__atomic_store_n(&w->runs, w->runs + 1, __ATOMIC_RELAXED);
 	if (stolen)
@@ -398,7 +428,7 @@ static void run(struct worker *w, pool_task *t, bool stolen)
 		after_sleep(w, t);
 		return;
 	}
-	if (p->place)
+	if (placed(p))
 		place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_EXIT);
 	/* After this store the task belongs to its owner again. */
 	__atomic_store_n(&t->state, T_DONE, __ATOMIC_SEQ_CST);
@@ -426,42 +456,29 @@ static void *worker_main(void *arg)
 
 /* ---- setup ------------------------------------------------------------------- */
 
-static int distance(const place_cpu_info *a, const place_cpu_info *b)
-{
-	if (a->core == b->core)
-		return 0;
-	if (a->llc == b->llc)
-		return 1;
-	return a->node == b->node ? 2 : 3;
-}
-
-/* Victims of every worker: nearest first, and within a distance class the
- * next workers after it (so thieves of one class start at different places). */
+/* Victims of every worker, nearest first (place_steal_order: SMT sibling,
+ * LLC, node, package, rest, each ring rotated so that thieves going idle
+ * together start at different victims), as worker indexes. */
 static int build_victims(struct pool *p)
 {
-	place_cpu_info *info = calloc((size_t)p->n, sizeof(*info));
+	int *cpus = calloc((size_t)p->n, sizeof(int));
 
-	if (!info)
+	if (!cpus)
 		return -ENOMEM;
-	for (int i = 0; i < p->n; i++)
-		place_topo_cpu_info(p->topo, p->w[i].cpu, &info[i]);
 	for (int i = 0; i < p->n; i++) {
 		struct worker *w = &p->w[i];
+		int n = place_steal_order(p->place, w->cpu, cpus, p->n);
 
 		w->victims = calloc((size_t)p->n, sizeof(int));
-		if (!w->victims) {
-			free(info);
-			return -ENOMEM;
+		if (n < 0 || !w->victims) {
+			free(cpus);
+			return n < 0 ? n : -ENOMEM;
 		}
-		for (int d = 0; d < 4; d++)
-			for (int k = 1; k < p->n; k++) {
-				int j = (i + k) % p->n;
-
-				if (distance(&info[i], &info[j]) == d)
-					w->victims[w->nvictims++] = j;
-			}
+		for (int k = 0; k < n && k < p->n; k++)
+			if (p->worker_of[cpus[k]] >= 0)
+				w->victims[w->nvictims++] = p->worker_of[cpus[k]];
 	}
-	free(info);
+	free(cpus);
 	return 0;
 }
 
@@ -488,7 +505,7 @@ static int init_workers(struct pool *p, unsigned qsize)
 			return -ENOMEM;
 		ck_ring_init(&w->ring, qsize);
 	}
-	return build_victims(p);
+	return 0;
 }
 
 static int start_place(struct pool *p, const place_config *cfg)
@@ -497,7 +514,7 @@ static int start_place(struct pool *p, const place_config *cfg)
 
 	for (int i = 0; !err && i < p->n; i++)
 		err = place_worker_register(p->place, p->w[i].cpu, 0);
-	return err;
+	return err ? err : build_victims(p);
 }
 
 static int start_threads(struct pool *p, bool pin)
@@ -577,7 +594,7 @@ int pool_create(pool **out, const struct pool_config *cfg)
 		p->n = cfg->max_workers;
 	p->cpu_limit = place_topo_cpu_limit(p->topo);
 	err = init_workers(p, qsize);
-	if (!err && p->mode == POOL_WAKE_PLACE)
+	if (!err)
 		err = start_place(p, cfg->place);
 	if (!err)
 		err = start_threads(p, !cfg->no_pin);
@@ -610,7 +627,7 @@ int pool_worker_cpu(const pool *p, int i)
 
 place *pool_place(pool *p)
 {
-	return p->place;
+	return placed(p) ? p->place : NULL;
 }
 
 void pool_stats_read(const pool *p, struct pool_stats *out)

@@ -3,7 +3,9 @@
  * runs. An example to copy from: one worker pinned per usable CPU, a bounded
  * lock-free queue per worker (Concurrency Kit ck_ring, MPMC so that idle
  * workers can steal), parking on a futex, idle and run edges reported to
- * libplace, stealing nearest-first when idle, and a clean shutdown.
+ * libplace, stealing when idle in place_steal_order() (nearest first), a
+ * runnext slot for sync wakeups to the waker's own worker, and a clean
+ * shutdown.
  *
  * Tasks are actors: a task is woken (pool_wake) when it has something to
  * do; the pool runs its function on one worker; the function returns
