@@ -246,34 +246,27 @@ static void start_next(struct sim *s, int c)
 	update_idle(s, c);
 }
 
-/* Distance classes for stealing: SMT sibling, same LLC, same node, any. */
-static int distance(const struct sim_machine *m, int a, int b)
-{
-	if (m->core[a] == m->core[b])
-		return 0;
-	if (m->llc[a] == m->llc[b])
-		return 1;
-	return m->node[a] == m->node[b] ? 2 : 3;
-}
-
+/* Before parking, take the head of the queue of the first victim in
+ * libplace's stealing order (nearest first) that runs a task and has others
+ * waiting: only tasks queued behind a running one, as the kernel's idle
+ * balance pulls from busy runqueues (a task on its way to a waking worker
+ * starts within the wakeup latency anyway). */
 static bool try_steal(struct sim *s, int c)
 {
-	for (int d = 0; d < 4; d++) {
-		for (int v = 0; v < s->m->nr_cpus; v++) {
-			struct sim_task *t;
+	const int *row = &s->m->steal[(size_t)c * (size_t)s->m->nr_cpus];
 
-			/* Only tasks queued behind a running one, as the kernel's idle
-			 * balance pulls from busy runqueues: a task on its way to a
-			 * waking worker starts within the wakeup latency anyway. */
-			if (v == c || s->cpu[v].qlen == 0 || s->cpu[v].cur < 0 || distance(s->m, c, v) != d)
-				continue;
-			t = rq_pop(s, v);
-			update_idle(s, v);
-			rq_push(s, c, t);
-			s->res.steals++;
-			start_next(s, c);
-			return true;
-		}
+	for (int k = 0; k < s->m->nsteal[c]; k++) {
+		int v = row[k];
+		struct sim_task *t;
+
+		if (s->cpu[v].qlen == 0 || s->cpu[v].cur < 0)
+			continue;
+		t = rq_pop(s, v);
+		update_idle(s, v);
+		rq_push(s, c, t);
+		s->res.steals++;
+		start_next(s, c);
+		return true;
 	}
 	return false;
 }

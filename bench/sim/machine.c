@@ -1,6 +1,7 @@
 /*
  * The simulated machine: place_topo read once through the public accessors
- * into flat arrays indexed by dense CPU (ascending OS number).
+ * into flat arrays indexed by dense CPU (ascending OS number), and the
+ * stealing order libplace gives each CPU.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -67,6 +68,37 @@ static int read_cpus(struct sim_machine *m, const place_topo *topo)
 	return 0;
 }
 
+/* The stealing order of every CPU, from libplace (place_steal_order: SMT
+ * sibling, LLC, node, package, rest, each ring rotated per thief), read once
+ * from a scratch instance with a worker on every CPU. */
+static int steal_orders(struct sim_machine *m, const place_topo *topo)
+{
+	size_t n = (size_t)m->nr_cpus;
+	place *p = NULL;
+	int err = place_create(&p, topo, NULL);
+
+	m->steal = calloc(n * n, sizeof(int));
+	m->nsteal = calloc(n, sizeof(int));
+	if (!err && (!m->steal || !m->nsteal))
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < n; i++)
+		err = place_worker_register(p, m->os[i], 0);
+	for (size_t i = 0; !err && i < n; i++) {
+		int *row = &m->steal[i * n];
+		int k = place_steal_order(p, m->os[i], row, (int)n);
+
+		if (k < 0 || k > (int)n) {
+			err = k < 0 ? k : -ERANGE;
+			break;
+		}
+		for (int j = 0; j < k; j++)
+			row[j] = m->dense[row[j]];
+		m->nsteal[i] = k;
+	}
+	place_destroy(p);
+	return err;
+}
+
 int sim_machine_init(struct sim_machine *m, const place_topo *topo)
 {
 	int err;
@@ -104,6 +136,9 @@ int sim_machine_init(struct sim_machine *m, const place_topo *topo)
 		m->core_llc[c] = m->llc[m->core_cpus[m->core_start[c]]];
 		m->llc_cores[m->core_llc[c]]++;
 	}
+	err = steal_orders(m, topo);
+	if (err < 0)
+		goto fail;
 	return 0;
 fail:
 	sim_machine_fini(m);
@@ -123,5 +158,7 @@ void sim_machine_fini(struct sim_machine *m)
 	free(m->llc_cpus);
 	free(m->core_llc);
 	free(m->llc_cores);
+	free(m->steal);
+	free(m->nsteal);
 	memset(m, 0, sizeof(*m));
 }

@@ -43,6 +43,8 @@ struct sim_machine {
 	int *llc_start, *llc_cpus;   /* CSR: the CPUs of each LLC */
 	int *core_llc;  /* [nr_cores] */
 	int *llc_cores; /* [nr_llcs] number of cores in each LLC */
+	int *steal;     /* [nr_cpus * nr_cpus] row c: c's victims, nearest first (dense) */
+	int *nsteal;    /* [nr_cpus] length of each row */
 };
 
 /* Fill m from topo. Returns 0 or a negative errno. */
