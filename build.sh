@@ -24,6 +24,7 @@ need_packages() {
 		missing="$missing libhwloc-dev liburcu-dev libck-dev check libsubunit-dev"
 	fi
 	command -v hwloc-calc >/dev/null 2>&1 || missing="$missing hwloc"
+	command -v spin >/dev/null 2>&1 || missing="$missing spin" # tests/model/run.sh (the claim model)
 	echo "$missing"
 }
 
@@ -111,6 +112,36 @@ valgrind_check() {
 	grep -h '^# \(TOTAL\|PASS\|FAIL\)' test-suite.log
 }
 
+# libFuzzer targets (tests/fuzz/run.sh, RELIABILITY.md): built with clang into
+# build-fuzz/, each run PLACE_FUZZ_SECONDS (default 30) from its seed corpus,
+# which replays every crash found so far; a crash, leak, sanitizer report or
+# failed invariant fails the stage. clang and libclang-rt-14-dev (libFuzzer and
+# the sanitizer runtimes) are optional tools of this stage only: installed when
+# missing, and the stage is skipped, loudly, if that fails.
+fuzz_toolchain_ok() {
+	command -v clang >/dev/null 2>&1 || return 1
+	probe=$(mktemp -d "${TMPDIR:-/tmp}/place-fuzzprobe.XXXXXX")
+	printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
+	ok=0
+	clang -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >/dev/null 2>&1 || ok=1
+	rm -rf "$probe"
+	return "$ok"
+}
+
+fuzz_check() {
+	if ! fuzz_toolchain_ok; then
+		echo "build.sh: installing clang libclang-rt-14-dev for the fuzz stage"
+		sudo=""
+		[ "$(id -u)" -eq 0 ] || sudo=sudo
+		{ $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q clang libclang-rt-14-dev; } >/dev/null 2>&1 || true
+	fi
+	if ! fuzz_toolchain_ok; then
+		echo "build.sh: *** FUZZ STAGE SKIPPED: no clang with libFuzzer (Debian: clang libclang-rt-14-dev) ***"
+		return 0
+	fi
+	sh "$TOP/tests/fuzz/run.sh" "$TOP/build-fuzz" || { echo "build.sh: fuzzing failed (logs in build-fuzz/)"; exit 1; }
+}
+
 run_tests() {
 	build
 	if [ -z "${PLACE_CORPUS_DIR:-}" ] && [ -d "$TOP/../shared/testdata/topologies" ]; then
@@ -126,6 +157,8 @@ run_tests() {
 	asan_check
 	echo "== the suite under valgrind memcheck"
 	valgrind_check
+	echo "== fuzzing (libFuzzer, ${PLACE_FUZZ_SECONDS:-30} s per target)"
+	fuzz_check
 	echo "== make distcheck"
 	make -j"$JOBS" --no-print-directory distcheck >distcheck.log 2>&1 ||
 		{ tail -n 60 distcheck.log; echo "build.sh: make distcheck failed"; exit 1; }

@@ -70,30 +70,14 @@ static int op_index;
 static const char *op_name = "create";
 
 /*
- * Known open findings (RELIABILITY.md), counted and tolerated until fixed in
- * src/ (the fuzzer must stay green on main meanwhile); PLACE_FUZZ_STRICT=1
- * turns them into crashes like any other. Inputs in tests/fuzz/findings/.
- *   F2  place_wakeup failing with -ESRCH has already dropped the task's
- *       stale claim/queue slot (drop_stale_delivery before wake_target):
- *       a failed call changed something.
- *   F3  re-waking a task whose stale claim is on its prev CPU: wake_init
- *       reads prev's state before drop_stale_delivery ends that claim, and
- *       select_idle_sibling's take_seen(prev, w->prev_state) then sees it
- *       claimed: prev is not re-claimed, the task is stacked there unclaimed.
+ * Findings (RELIABILITY.md), fixed in src/select.c by 5d02ef2; their inputs
+ * are in tests/fuzz/corpus/api/ as regression tests:
+ *   F2  place_wakeup failing with -ESRCH had already dropped the task's
+ *       stale claim/queue slot: a failed call changed something.
+ *   F3  re-waking a task whose stale claim was on its prev CPU: prev's state
+ *       was read before the stale claim was dropped, so prev was seen claimed
+ *       (by the task itself) and not re-claimed.
  */
-static unsigned long known_f2, known_f3;
-static int strict;
-
-static bool known(unsigned long *count)
-{
-	(*count)++;
-	return !strict;
-}
-
-static void report(void)
-{
-	fprintf(stderr, "fuzz_api: known findings seen: F2 %lu, F3 %lu\n", known_f2, known_f3);
-}
 static int trace; /* PLACE_FUZZ_TRACE=1: print each call and the state words (replaying one input) */
 
 static const char *const sources[] = {
@@ -315,11 +299,6 @@ static void op_wakeup(struct run *r)
 		      ((const struct place_task_rec *)before.priv[ti])->claim_gen, place__rec(t)->prev_cpu,
 		      place__rec(t)->queued_cpu, place__rec(t)->claim_gen);
 	TRACE("\n");
-	if (expect == -ESRCH && ret == -ESRCH &&
-	    place__rec(t)->queued_cpu < 0 && ((const struct place_task_rec *)before.priv[ti])->queued_cpu >= 0) {
-		if (known(&known_f2)) /* F2, see above */
-			return;
-	}
 	for (int k = 0; trace && k < r->nr_cpus; k++)
 		TRACE("   after: cpu %d state %#llx\n", r->p->map[k].os, (unsigned long long)after.state[k]);
 	if (ret < 0) {
@@ -355,9 +334,7 @@ static void op_wakeup(struct run *r)
 		was_avail = place__st_available(s);
 
 		CHECK(rec->queued_cpu == ret);
-		if (claim && old->queued_cpu == ret && was_avail && !rec->claim_gen && known(&known_f3)) {
-			/* F3, see above */
-		} else if (claim) {
+		if (claim) {
 			/* Claimed exactly when the CPU it returns was available. */
 			CHECK((rec->claim_gen != 0) == was_avail);
 			if (rec->claim_gen) {
@@ -614,8 +591,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	trace = getenv("PLACE_FUZZ_TRACE") && *getenv("PLACE_FUZZ_TRACE") == '1';
-	strict = getenv("PLACE_FUZZ_STRICT") && *getenv("PLACE_FUZZ_STRICT") == '1';
-	atexit(report);
 	for (size_t i = 0; i < NR_TOPOS; i++)
 		if (place_topo_load(&topos[i], sources[i]) != 0) {
 			fprintf(stderr, "fuzz_api: cannot load %s: %s\n", sources[i], place_last_error());

@@ -1,7 +1,8 @@
 /*
- * Helper of fuzz_topo: load one XML export with plain hwloc (no libplace, no
- * sanitizers) and exit 0. fuzz_topo spawns it for each XML input first and
- * skips the inputs that kill it: those crash hwloc itself (see fuzz_topo.c).
+ * Helper of fuzz_topo: load one XML export with plain hwloc (no libplace)
+ * and exit 0. Built with LeakSanitizer only (exit code 23 on a leak).
+ * fuzz_topo spawns it for each XML input first and skips the inputs that
+ * kill it or make it leak: those are hwloc's own bugs (see fuzz_topo.c).
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */

@@ -51,7 +51,7 @@ done
 
 # fuzz_topo's helper: plain hwloc, no sanitizer (see fuzz_topo.c).
 # shellcheck disable=SC2046
-$CC -O1 "$SRC/tests/fuzz/hwloc_probe.c" $(pkg-config --cflags --libs hwloc) -o "$OUT/hwloc_probe"
+$CC -O1 -g -fsanitize=leak "$SRC/tests/fuzz/hwloc_probe.c" $(pkg-config --cflags --libs hwloc) -o "$OUT/hwloc_probe"
 
 status=0
 for t in $TARGETS; do
@@ -63,16 +63,20 @@ for t in $TARGETS; do
 	rm -f "$OUT/$t.log" "$OUT"/fuzz-*.log
 	echo "fuzz: $t for ${SECS}s (seeds $(ls "$seeds" | wc -l) in tests/fuzz/corpus/${t#fuzz_})"
 	rc=0
+	par=""
+	[ "$FJOBS" -gt 1 ] && par="-jobs=$FJOBS -workers=$FJOBS"
 	# allocator_may_return_null: a huge allocation asked for by a hostile
 	# input must come back NULL (-ENOMEM), not abort the run.
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:abort_on_error=0:quarantine_size_mb=16 \
 	LSAN_OPTIONS="suppressions=$SRC/tests/fuzz/lsan.supp:print_suppressions=0" \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		"$OUT/$t" -max_total_time="$SECS" -timeout=20 -rss_limit_mb=4096 -max_len=16384 \
-		-print_final_stats=1 -jobs="$FJOBS" -workers="$FJOBS" \
+		-print_final_stats=1 $par \
 		-artifact_prefix="$OUT/crash-$t-" "$OUT/corpus-$t" "$seeds" >"$OUT/$t.log" 2>&1 || rc=$?
-	[ "$FJOBS" -gt 1 ] && cat "$OUT"/fuzz-*.log >>"$OUT/$t.log" 2>/dev/null
+	if [ "$FJOBS" -gt 1 ]; then cat "$OUT"/fuzz-*.log >>"$OUT/$t.log" 2>/dev/null || true; fi
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/$t.log" | awk '{s+=$1} END {print s+0}')
+	# without the final stats (a worker stopped by the time limit): the last status line
+	[ "$execs" -gt 0 ] || execs=$(grep -o '^#[0-9]*' "$OUT/$t.log" | tail -n 1 | tr -d '#')
 	cov=$(grep -o 'cov: [0-9]*' "$OUT/$t.log" | tail -n 1)
 	echo "fuzz: $t: $execs executions, $cov, corpus $(ls "$OUT/corpus-$t" | wc -l) inputs, exit $rc"
 	if [ "$rc" -ne 0 ]; then
