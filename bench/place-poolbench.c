@@ -7,8 +7,8 @@
  *              loop (waking it), M loops, yielding between loops
  *   pingpong   P pairs of tasks waking each other (sync wakeups), N hops each
  * Reports wall time (median of the repeats), wakeup latency percentiles
- * (from pool_wake to the start of the run, all repeats), the share of runs
- * that were stolen and the parks per run, side by side.
+ * (from pool_wake to the start of the run, all repeats), task runs, the
+ * share of them that were stolen and the parks, per repeat, side by side.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -205,52 +205,71 @@ struct mode {
 	int policy;    /* enum place_policy */
 };
 
-/* One timed run; returns wall ns, or 0 on failure. */
-static uint64_t run_once(struct bench *b, const struct mode *m, bool messaging, struct hist *sum)
+static pool *start_pool(const struct mode *m)
 {
 	struct pool_config cfg = { .mode = m->wake, .queue_size = 4096 };
-	struct pool_stats ps;
 	place_config pc;
-	struct actor *a;
-	size_t n = 0;
-	uint64_t t0, wall;
+	pool *p = NULL;
 	int err;
 
 	place_config_init(&pc);
 	pc.policy = m->policy;
 	cfg.place = &pc;
-	err = pool_create(&b->pool, &cfg);
-	if (err < 0) {
+	err = pool_create(&p, &cfg);
+	if (err < 0)
 		fprintf(stderr, "place-poolbench: pool_create: %s %s\n", place_strerror(err), place_last_error());
-		return 0;
-	}
-	memset(b->hist, 0, (size_t)b->cpu_limit * sizeof(*b->hist));
-	a = messaging ? make_messaging(b, &n) : make_pingpong(b, &n);
-	if (!a) {
-		pool_destroy(b->pool);
-		return 0;
-	}
-	b->left = n;
-	t0 = now_ns();
-	/* The senders and the first of each pair start; the others wait. */
-	for (size_t i = 0; i < n; i++)
-		if (a[i].role == 0)
-			pool_wake(b->pool, &a[i].task, PLACE_CPU_NONE, 0);
-	pthread_mutex_lock(&b->lock);
-	while (__atomic_load_n(&b->left, __ATOMIC_SEQ_CST))
-		pthread_cond_wait(&b->cond, &b->lock);
-	pthread_mutex_unlock(&b->lock);
-	wall = now_ns() - t0;
+	return err < 0 ? NULL : p;
+}
+
+/* The run's counters and latencies into the mode's sums. */
+static void collect(const struct bench *b, struct hist *sum)
+{
+	struct pool_stats ps;
+
 	pool_stats_read(b->pool, &ps);
 	sum->ps.runs += ps.runs;
 	sum->ps.steals += ps.steals;
 	sum->ps.parks += ps.parks;
 	sum->ps.overflow += ps.overflow;
-	pool_destroy(b->pool);
-	b->pool = NULL;
 	for (int c = 0; c < b->cpu_limit; c++)
 		for (int i = 0; i < HIST_BUCKETS; i++)
 			sum->n[i] += b->hist[c].n[i];
+}
+
+/* One timed run; returns wall ns, or 0 on failure. */
+static uint64_t run_once(struct bench *b, const struct mode *m, bool messaging, struct hist *sum)
+{
+	struct actor *a = NULL;
+	uint64_t t0, wall = 0;
+	size_t n = 0;
+
+	b->pool = start_pool(m);
+	if (!b->pool)
+		return 0;
+	memset(b->hist, 0, (size_t)b->cpu_limit * sizeof(*b->hist));
+	a = messaging ? make_messaging(b, &n) : make_pingpong(b, &n);
+	if (!a)
+		goto out;
+	b->left = n;
+	t0 = now_ns();
+	/* The senders and the first of each pair start; the others wait. */
+	for (size_t i = 0; i < n; i++) {
+		int err = a[i].role == 0 ? pool_wake(b->pool, &a[i].task, PLACE_CPU_NONE, 0) : 0;
+
+		if (err < 0) {
+			fprintf(stderr, "place-poolbench: pool_wake: %s\n", place_strerror(err));
+			exit(1); /* tasks already running would wait forever */
+		}
+	}
+	pthread_mutex_lock(&b->lock);
+	while (__atomic_load_n(&b->left, __ATOMIC_SEQ_CST))
+		pthread_cond_wait(&b->cond, &b->lock);
+	pthread_mutex_unlock(&b->lock);
+	wall = now_ns() - t0;
+	collect(b, sum);
+out:
+	pool_destroy(b->pool);
+	b->pool = NULL;
 	free(a);
 	return wall;
 }
@@ -328,10 +347,10 @@ static void print_row(const struct opts *o, const char *wl, const struct mode *m
 		       h->ps.parks);
 		return;
 	}
-	printf("%-10s %-9s %9.2f %9.2f %9.2f %11.0f %+7.1f%% %9.1f %9.1f %9.1f %6.1f%% %8.0f\n", wl, m->name,
+	printf("%-10s %-9s %9.2f %9.2f %9.2f %11.0f %+7.1f%% %9.1f %9.1f %9.1f %8.0f %6.1f%% %8.0f\n", wl, m->name,
 	       med / 1e6, walls[0] / 1e6, walls[o->repeat - 1] / 1e6, (double)units * 1e9 / (double)med,
 	       ref_wall ? ((double)*ref_wall / (double)med - 1.0) * 100.0 : 0.0, percentile(h, 0.5) / 1e3,
-	       percentile(h, 0.99) / 1e3, percentile(h, 0.999) / 1e3,
+	       percentile(h, 0.99) / 1e3, percentile(h, 0.999) / 1e3, (double)h->ps.runs / o->repeat,
 	       h->ps.runs ? 100.0 * (double)h->ps.steals / (double)h->ps.runs : 0.0,
 	       (double)h->ps.parks / o->repeat);
 }
@@ -414,6 +433,21 @@ static int parse_args(int argc, char **argv, struct opts *o, struct bench *b)
 	return optind < argc ? -EINVAL : 0;
 }
 
+static void print_header(const struct opts *o, const struct bench *b, const place_topo *topo)
+{
+	printf("# place-poolbench on %s: %d CPUs; messaging %d groups x %d senders x %d receivers x %d loops;"
+	       " pingpong %d pairs x %d hops; median of %d\n",
+	       place_topo_source(topo), place_topo_nr_cpus(topo), b->groups, b->senders, b->receivers, b->loops,
+	       b->pairs, b->hops, o->repeat);
+	if (o->tsv)
+		printf("workload\tmode\twall_ns\twall_min_ns\twall_max_ns\tlat_p50_ns\tlat_p99_ns\tlat_p999_ns"
+		       "\truns\tsteals\tparks\n");
+	else
+		printf("%-10s %-9s %9s %9s %9s %11s %8s %9s %9s %9s %8s %7s %8s\n", "workload", "mode", "wall_ms",
+		       "min_ms", "max_ms", "units/s", "vs", "p50_us", "p99_us", "p999_us", "runs", "stolen",
+		       "parks");
+}
+
 int main(int argc, char **argv)
 {
 	struct bench b = { .groups = 4, .senders = 10, .receivers = 10, .loops = 2000, .pairs = 0, .hops = 50000 };
@@ -437,23 +471,13 @@ int main(int argc, char **argv)
 	b.cpu_limit = place_topo_cpu_limit(topo);
 	if (!b.pairs)
 		b.pairs = place_topo_nr_cpus(topo);
-	printf("# place-poolbench on %s: %d CPUs; messaging %d groups x %d senders x %d receivers x %d loops;"
-	       " pingpong %d pairs x %d hops; median of %d\n",
-	       place_topo_source(topo), place_topo_nr_cpus(topo), b.groups, b.senders, b.receivers, b.loops,
-	       b.pairs, b.hops, o.repeat);
+	print_header(&o, &b, topo);
 	place_topo_free(topo);
 	b.hist = aligned_alloc(64, (size_t)b.cpu_limit * sizeof(*b.hist));
 	if (!b.hist)
 		return 1;
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.cond, NULL);
-	if (o.tsv)
-		printf("workload\tmode\twall_ns\twall_min_ns\twall_max_ns\tlat_p50_ns\tlat_p99_ns\tlat_p999_ns"
-		       "\truns\tsteals\tparks\n");
-	else
-		printf("%-10s %-9s %9s %9s %9s %11s %8s %9s %9s %9s %7s %8s\n", "workload", "mode", "wall_ms",
-		       "min_ms", "max_ms", "units/s", "vs", "p50_us", "p99_us", "p999_us", "stolen", "parks");
-	err = 0;
 	if (!o.only_pingpong)
 		err = run_workload(&b, &o, modes, nm, true);
 	if (!err && !o.only_messaging)
