@@ -21,7 +21,8 @@
  *   workers when a shutdown has drained (same Dekker pattern with parked).
  * - pool.lock: the overflow list (wakes that found the chosen ring full,
  *   rare) and the LIFO mode's stack of parked workers, as Tokio keeps its
- *   sleepers under a mutex.
+ *   sleepers under a mutex. in_idle[] is also read without the lock by the
+ *   parking worker (seq_cst, against lifo_pop's clear: see park()).
  * - worker counters: written by their worker only (relaxed), read by anyone.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
@@ -142,7 +143,7 @@ static void lifo_remove_locked(struct pool *p, int idx)
 		j++;
 	memmove(&p->idle[j], &p->idle[j + 1], (size_t)(p->nidle - j - 1) * sizeof(int));
 	p->nidle--;
-	p->in_idle[idx] = false;
+	__atomic_store_n(&p->in_idle[idx], false, __ATOMIC_SEQ_CST);
 }
 
 static void lifo_push(struct pool *p, int idx)
@@ -150,7 +151,7 @@ static void lifo_push(struct pool *p, int idx)
 	pthread_mutex_lock(&p->lock);
 	lifo_remove_locked(p, idx);
 	p->idle[p->nidle++] = idx;
-	p->in_idle[idx] = true;
+	__atomic_store_n(&p->in_idle[idx], true, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -168,7 +169,9 @@ static int lifo_pop(struct pool *p)
 	pthread_mutex_lock(&p->lock);
 	if (p->nidle) {
 		idx = p->idle[--p->nidle];
-		p->in_idle[idx] = false;
+		/* Pairs with park(): we clear this, push, then read parked; it
+		 * sets parked, then reads this. */
+		__atomic_store_n(&p->in_idle[idx], false, __ATOMIC_SEQ_CST);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return idx;
@@ -364,8 +367,13 @@ static void park(struct worker *w)
 	else
 		lifo_push(p, w->idx);
 	__atomic_store_n(&w->parked, 1, __ATOMIC_SEQ_CST);
-	/* Pairs with wake_worker(): re-check after announcing the park. */
-	if (!has_work(w) && !drained(p)) {
+	/* Pairs with wake_worker(): re-check after announcing the park. In
+	 * LIFO mode also make sure we are still on the stack of parked
+	 * workers: a waker that popped us after our push may have seen
+	 * parked == 0 (no futex wake) and its task may be stolen before we
+	 * look; sleeping now would leave us parked where no wake finds us. */
+	if (!has_work(w) && !drained(p) &&
+	    (placed(p) || __atomic_load_n(&p->in_idle[w->idx], __ATOMIC_SEQ_CST))) {
 		__atomic_add_fetch(&w->parks, 1, __ATOMIC_RELAXED);
 		futex_wait(&w->parked, 1);
 	}
