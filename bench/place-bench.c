@@ -105,6 +105,22 @@ static const struct policy_def policy_defs[] = {
 };
 #define NR_POLICIES ((int)(sizeof(policy_defs) / sizeof(policy_defs[0])))
 
+/* Feature names for --without. */
+static const struct feat_def {
+	const char *name;
+	unsigned bit;
+} feat_defs[] = {
+	{ "CLAIM", PLACE_FEAT_CLAIM },
+	{ "SCAN_SIBLING", PLACE_FEAT_SCAN_SIBLING },
+	{ "SHORT_AFFINE", PLACE_FEAT_SHORT_AFFINE },
+	{ "WAKE_WIDE", PLACE_FEAT_WAKE_WIDE },
+	{ "SIS_UTIL", PLACE_FEAT_SIS_UTIL },
+#ifdef PLACE_FEAT_COOKIES
+	{ "COOKIES", PLACE_FEAT_COOKIES },
+#endif
+};
+#define NR_FEATS ((int)(sizeof(feat_defs) / sizeof(feat_defs[0])))
+
 static const int load_defs[] = { 0, 50, 90, 99 };
 #define NR_LOADS ((int)(sizeof(load_defs) / sizeof(load_defs[0])))
 
@@ -1066,6 +1082,8 @@ static const char usage_text[] =
 	"  --warmup N       unmeasured wakeups before them (default 20000)\n"
 	"  --seed N         random seed (default 1)\n"
 	"  --features N     place_config.features (default PLACE_FEAT_DEFAULT)\n"
+	"  --without LIST   those features off, e.g. SIS_UTIL (of CLAIM, SCAN_SIBLING,\n"
+	"                   SHORT_AFFINE, WAKE_WIDE, SIS_UTIL, COOKIES)\n"
 	"  --topo LIST      of 16,64,256,1024 (default all)\n"
 	"  --load LIST      of 0,50,90,99 (default all)\n"
 	"  --policy LIST    of LINEAR,SIS_CORE,EXACT (default all)\n"
@@ -1122,8 +1140,19 @@ static long parse_num(const char *arg)
 	return v;
 }
 
+/* The PLACE_FEAT_ bits of a mask of feat_defs indexes. */
+static unsigned feature_bits(unsigned mask)
+{
+	unsigned bits = 0;
+
+	for (int i = 0; i < NR_FEATS; i++)
+		if (mask & (1u << i))
+			bits |= feat_defs[i].bit;
+	return bits;
+}
+
 enum { O_CALLS = 256, O_WARMUP, O_SEED, O_FEATURES, O_TOPO, O_LOAD, O_POLICY,
-       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_HELP };
+       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_WITHOUT, O_HELP };
 
 static const struct option long_opts[] = {
 	{ "calls", required_argument, NULL, O_CALLS },
@@ -1139,6 +1168,7 @@ static const struct option long_opts[] = {
 	{ "format", required_argument, NULL, O_FORMAT },
 	{ "waker", required_argument, NULL, O_WAKER },
 	{ "dump-each", no_argument, NULL, O_DUMP_EACH },
+	{ "without", required_argument, NULL, O_WITHOUT },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1167,6 +1197,7 @@ static void parse_opt(int c, const char *arg, struct opts *o, const char **one)
 		o->worker_waker = !strcmp(arg, "worker");
 		break;
 	case O_DUMP_EACH: o->dump_each = true; break;
+	case O_WITHOUT: o->features &= ~feature_bits(MASK_OF(arg, feat_defs)); break;
 	case O_HELP: usage(0); break;
 	default: usage(2);
 	}
