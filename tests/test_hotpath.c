@@ -342,6 +342,7 @@ struct loop {
 	size_t set_size;
 	int nr_busy;
 	int target_busy;      /* percent: the owner's load changes move towards it */
+	bool cookies;         /* tasks carry core-scheduling cookies 0..2 */
 	int err;              /* first failing return code, checked after the window */
 	const char *err_what;
 };
@@ -382,13 +383,25 @@ static void loop_templates(struct loop *l, uint64_t *rng)
 		place_task *t = &l->tmpl[i];
 		int cpu = l->os[(rng_next(rng) % (uint64_t)l->nr) & ~1ull];
 
-		place_task_init(t, 0, 0);
+		place_task_init(t, l->cookies ? (uint64_t)i % 3 : 0, 0);
 		if (i % 3 == 0)
 			ck_assert_int_eq(place_task_set_cpus(t, l->set, l->set_size), 0);
-		ck_assert_int_eq(place_run_begin(l->p, cpu, t), 0);
+		ck_assert_int_eq(place_run_begin(l->p, cpu, t), 0); /* nothing runs yet */
 		ck_assert_int_eq(place_run_end(l->p, cpu, t, PLACE_RUN_SLEEP), 0);
 		ck_assert_int_eq(place_idle_enter(l->p, cpu), 0);
 	}
+}
+
+/* place_run_begin, which core scheduling may refuse (-EBUSY while a
+ * sibling runs another cookie): false then, and nothing changed. */
+static bool try_run(struct loop *l, int cpu, place_task *t, const char *what)
+{
+	int rc = place_run_begin(l->p, cpu, t);
+
+	if (rc == -EBUSY && l->cookies)
+		return false;
+	note(l, what, rc);
+	return rc == 0;
 }
 
 static void loop_busy(struct loop *l, int cpu, bool busy)
@@ -396,8 +409,11 @@ static void loop_busy(struct loop *l, int cpu, bool busy)
 	place_task *d = &l->dummy[cpu];
 
 	if (busy) {
-		place_task_init(d, 0, 0);
-		note(l, "run_begin dummy", place_run_begin(l->p, cpu, d));
+		place_task_init(d, l->cookies ? (uint64_t)cpu % 3 : 0, 0);
+		if (!try_run(l, cpu, d, "run_begin dummy")) {
+			note(l, "idle_enter", place_idle_enter(l->p, cpu)); /* forced idle */
+			return;
+		}
 	} else {
 		note(l, "run_end dummy", place_run_end(l->p, cpu, d, PLACE_RUN_EXIT));
 		note(l, "idle_enter", place_idle_enter(l->p, cpu));
@@ -416,13 +432,14 @@ static void loop_drift(struct loop *l, uint64_t r)
 		loop_busy(l, c, below);
 }
 
-static void loop_init(struct loop *l, int topo, int policy, int busy_pct)
+static void loop_init(struct loop *l, int topo, int policy, int busy_pct, bool cookies)
 {
 	uint64_t rng = 12345 + (uint64_t)topo * 7 + (uint64_t)policy;
 	place_config cfg;
 	int limit;
 
 	memset(l, 0, sizeof(*l));
+	l->cookies = cookies;
 	ck_assert_int_eq(place_topo_load(&l->topo, topo_src[topo]), 0);
 	place_config_init(&cfg);
 	cfg.policy = policies[policy];
@@ -455,31 +472,37 @@ static void loop_fini(struct loop *l)
 	free(l->dummy);
 }
 
-/* Undo a wakeup onto busy cpu: its worker runs t between dummy slices. */
+/* Undo a wakeup onto busy cpu: its worker runs t between dummy slices (a
+ * refused t stays queued there: this suite checks calls, not placement). */
 static void undo_stacked(struct loop *l, int cpu, place_task *t)
 {
 	note(l, "run_end preempt", place_run_end(l->p, cpu, &l->dummy[cpu], PLACE_RUN_PREEMPT));
-	note(l, "run_begin stacked", place_run_begin(l->p, cpu, t));
-	note(l, "run_end stacked", place_run_end(l->p, cpu, t, PLACE_RUN_SLEEP));
+	if (try_run(l, cpu, t, "run_begin stacked"))
+		note(l, "run_end stacked", place_run_end(l->p, cpu, t, PLACE_RUN_SLEEP));
 	note(l, "run_begin dummy", place_run_begin(l->p, cpu, &l->dummy[cpu]));
 }
 
-/* Undo a claim: release it, or run t on the claimed CPU (or, for the owner,
- * on another idle CPU: a thief) and park that CPU again. */
-static void undo_claim(struct loop *l, int cpu, place_task *t, uint64_t r, bool owner)
+/* Run t on idle cpu and park cpu again; false when core scheduling refused. */
+static bool run_idle(struct loop *l, int cpu, place_task *t, uint64_t r)
 {
-	int thief = l->os[(r >> 24) % (uint64_t)l->nr];
-
-	if (r & (1ull << 40)) {
-		note(l, "claim_release", place_claim_release(l->p, cpu));
-		return;
-	}
-	if (owner && !l->busy[thief] && (r & (1ull << 42)))
-		cpu = thief; /* idle and unclaimed: the only claim out is ours */
-	note(l, "run_begin", place_run_begin(l->p, cpu, t));
+	if (!try_run(l, cpu, t, "run_begin"))
+		return false;
 	note(l, "run_end", place_run_end(l->p, cpu, t,
 					  r & (1ull << 41) ? PLACE_RUN_SLEEP : PLACE_RUN_EXIT));
 	note(l, "idle_enter", place_idle_enter(l->p, cpu));
+	return true;
+}
+
+/* Undo t's claim on cpu: release it, or run t there (or, for the owner, on
+ * another idle CPU: a thief); a refused run releases it. */
+static void undo_claim(struct loop *l, int cpu, place_task *t, uint64_t r, bool owner)
+{
+	int thief = l->os[(r >> 24) % (uint64_t)l->nr];
+	int where = owner && !l->busy[thief] && (r & (1ull << 42)) ? thief : cpu;
+
+	/* The thief is idle and unclaimed: the only claim out is ours. */
+	if ((r & (1ull << 40)) || !run_idle(l, where, t, r))
+		note(l, "claim_release", place_claim_release(l->p, cpu));
 }
 
 /* One wakeup with random flags and waker, and its undo. The owner also acts
@@ -496,10 +519,12 @@ static void loop_step(struct loop *l, place_task *t, uint64_t *rng, bool owner)
 	cpu = note(l, "wakeup", place_wakeup(l->p, t, waker, flags));
 	if (cpu < 0 || (flags & PLACE_WAKE_NOCLAIM))
 		;
-	else if (!l->busy[cpu])
+	else if (place_task_claimed(l->p, t) == cpu)
 		undo_claim(l, cpu, t, r, owner);
-	else if (owner)
+	else if (owner && l->busy[cpu])
 		undo_stacked(l, cpu, t);
+	else if (owner)
+		run_idle(l, cpu, t, r); /* stacked on an idle CPU that was not available */
 	if (owner && (r >> 44) % 8 == 0)
 		loop_drift(l, r >> 48);
 }
@@ -540,23 +565,37 @@ static void assert_clean(struct loop *l, const char *what)
 	ck_assert_msg(window_total() == 0, "%s: %lu allocations or locks", what, window_total());
 }
 
-/* _i = topology * NR_POLICY + policy. */
-START_TEST(t_hot_single)
+/* One thread, 50% then 95% busy, in one window. */
+static void hot_single(int topo, int policy, bool cookies)
 {
 	struct loop l;
-	char what[128];
+	char what[160];
 
-	loop_init(&l, _i / NR_POLICY, _i % NR_POLICY, 50);
+	loop_init(&l, topo, policy, 50, cookies);
 	loop_run(&l, 99, WARMUP, true);
 	window_open();
 	loop_run(&l, 100, STEPS / 2, true);
 	l.target_busy = 95; /* the owner's changes take the load there */
 	loop_run(&l, 101, STEPS / 2, true);
 	window_close();
-	snprintf(what, sizeof(what), "%s, %s, %d steps", topo_src[_i / NR_POLICY],
-		 policy_name[_i % NR_POLICY], STEPS);
+	snprintf(what, sizeof(what), "%s, %s%s, %d steps", topo_src[topo], policy_name[policy],
+		 cookies ? ", cookies 0..2" : "", STEPS);
 	assert_clean(&l, what);
 	loop_fini(&l);
+}
+
+/* _i = topology * NR_POLICY + policy. */
+START_TEST(t_hot_single)
+{
+	hot_single(_i / NR_POLICY, _i % NR_POLICY, false);
+}
+END_TEST
+
+/* Tasks and busy CPUs carry cookies: core scheduling's checks (and its
+ * refusals) are on the hot path too. */
+START_TEST(t_hot_cookies)
+{
+	hot_single(0, _i, true);
 }
 END_TEST
 
@@ -589,7 +628,7 @@ START_TEST(t_hot_threads)
 	struct hot_thread h[2];
 	char what[128];
 
-	loop_init(&l, 1, _i, 90);
+	loop_init(&l, 1, _i, 90, false);
 	pthread_barrier_init(&bar, NULL, 3);
 	for (int i = 0; i < 2; i++) {
 		h[i] = (struct hot_thread){ .l = &l, .bar = &bar, .seed = 1000 + (uint64_t)i * 77 };
@@ -617,15 +656,18 @@ static Suite *hotpath_suite(void)
 	TCase *controls = tcase_create("controls");
 	TCase *single = tcase_create("single");
 	TCase *threads = tcase_create("threads");
+	TCase *cookies = tcase_create("cookies");
 
 	tcase_add_test(controls, t_control_malloc);
 	tcase_add_test(controls, t_control_lock);
 	tcase_add_test(controls, t_control_library);
 	tcase_add_loop_test(single, t_hot_single, 0, NR_TOPO * NR_POLICY);
 	tcase_add_loop_test(threads, t_hot_threads, 0, NR_POLICY);
+	tcase_add_loop_test(cookies, t_hot_cookies, 0, NR_POLICY);
 	suite_add_tcase(s, controls);
 	suite_add_tcase(s, single);
 	suite_add_tcase(s, threads);
+	suite_add_tcase(s, cookies);
 	return s;
 }
 
