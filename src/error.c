@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +39,8 @@ PLACE_EXTERN const char *place_last_error(void)
 
 PLACE_EXTERN const char *place_strerror(int err)
 {
+	if (err == INT_MIN)
+		return strerror(err); /* -INT_MIN overflows (undefined behaviour) */
 	if (err < 0)
 		err = -err;
 	switch (err) {
