@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "pool.h"
 #include "testlib.h"
@@ -180,6 +182,93 @@ START_TEST(t_actor_no_overlap_no_lost_wake)
 }
 END_TEST
 
+/* ---- no worker lost: after a long ping-pong, every worker still answers ---- */
+
+struct ping {
+	pool_task task;
+	pool *p;
+	struct ping *peer;
+	int left;
+	int second;
+};
+
+/* Each of the pair runs `left` times; the first one's last run wakes the
+ * second for its last, which ends without waking. */
+static int ping_run(pool_task *t, int cpu)
+{
+	struct ping *a = (struct ping *)t;
+
+	if (--a->left == 0 && a->second)
+		return POOL_DONE;
+	ck_assert_int_eq(pool_wake(a->p, &a->peer->task, cpu, PLACE_WAKE_SYNC), 0);
+	return a->left == 0 ? POOL_DONE : POOL_SLEEP;
+}
+
+struct gather {
+	pool_task task;
+	unsigned *arrived;
+	unsigned want;
+	int ok;
+};
+
+/* Blocks its worker until every worker runs one: only possible if each
+ * parked worker can still be woken. Gives up after 5 s. */
+static int gather_run(pool_task *t, int cpu)
+{
+	struct gather *g = (struct gather *)t;
+	struct timespec t0, now;
+
+	__atomic_add_fetch(g->arrived, 1, __ATOMIC_SEQ_CST);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (__atomic_load_n(g->arrived, __ATOMIC_SEQ_CST) >= g->want) {
+			g->ok = 1;
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - t0.tv_sec < 5);
+	return POOL_DONE;
+}
+
+START_TEST(t_no_worker_lost)
+{
+	pool *p = make(modes[_i], 0);
+	int n = pool_nr_workers(p);
+	struct gather *g = calloc((size_t)n, sizeof(*g));
+	struct ping pp[2];
+	unsigned arrived = 0;
+
+	ck_assert_ptr_nonnull(g);
+	for (int k = 0; k < 2; k++) {
+		pool_task_init(&pp[k].task, ping_run, NULL);
+		pp[k].p = p;
+		pp[k].peer = &pp[k ^ 1];
+		pp[k].left = scale(20000);
+		pp[k].second = k;
+	}
+	ck_assert_int_eq(pool_wake(p, &pp[0].task, PLACE_CPU_NONE, 0), 0);
+	while (__atomic_load_n(&pp[0].task.state, __ATOMIC_SEQ_CST) != 4 || /* T_DONE */
+	       __atomic_load_n(&pp[1].task.state, __ATOMIC_SEQ_CST) != 4)
+		usleep(1000);
+	usleep(20000); /* every worker parks */
+	for (int i = 0; i < n; i++) {
+		pool_task_init(&g[i].task, gather_run, NULL);
+		g[i].arrived = &arrived;
+		g[i].want = (unsigned)n;
+		ck_assert_int_eq(pool_wake(p, &g[i].task, PLACE_CPU_NONE, 0), 0);
+	}
+	/* Not pool_destroy() yet: it wakes every worker, lost or not. */
+	for (int i = 0; i < n; i++)
+		while (__atomic_load_n(&g[i].task.state, __ATOMIC_SEQ_CST) != 4)
+			usleep(1000);
+	pool_destroy(p);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(g[i].ok, "task %d waited 5 s for all %d workers to run at once: a parked worker "
+			      "no wake reaches", i, n);
+	free(g);
+}
+END_TEST
+
 /* ---- chains and shutdown ------------------------------------------------------ */
 
 struct link {
@@ -275,6 +364,7 @@ int main(void)
 	tcase_add_loop_test(tc, t_exactly_once, 0, 2);
 	tcase_add_loop_test(tc, t_exactly_once_overflow, 0, 2);
 	tcase_add_loop_test(tc, t_actor_no_overlap_no_lost_wake, 0, 2);
+	tcase_add_loop_test(tc, t_no_worker_lost, 0, 2);
 	tcase_add_loop_test(tc, t_shutdown_drains_chains, 0, 2);
 	tcase_add_loop_test(tc, t_create_destroy_idle, 0, 2);
 	tcase_add_test(tc, t_errors);
