@@ -193,7 +193,16 @@ enum place_policy {
 #define PLACE_FEAT_SHORT_AFFINE (1u << 2) /* wake onto a waker running one short task */
 #define PLACE_FEAT_WAKE_WIDE    (1u << 3) /* no wake-affine for 1:N wakers (wakee flips) */
 #define PLACE_FEAT_SIS_UTIL     (1u << 4) /* bound the idle-CPU scan by LLC utilization */
-#define PLACE_FEAT_ALL          (0x1fu)
+/* Core scheduling (SMT isolation): tasks of different cookies never run at
+ * once on SMT siblings of one core (see place_run_begin). On by default, so
+ * that isolation is never silently off. Costs, on cores with more than one
+ * CPU: a 128-bit compare-and-swap on the core's line in each run_begin and
+ * run_end, one or two loads per idle candidate in place_wakeup; and
+ * throughput, since refused run_begins leave CPUs forced idle (the seed
+ * measured -20% to +90% depending on the workload). Turn it off when all
+ * tasks trust each other. */
+#define PLACE_FEAT_COOKIES      (1u << 5)
+#define PLACE_FEAT_ALL          (0x3fu)
 #define PLACE_FEAT_DEFAULT      PLACE_FEAT_ALL
 
 /* Time in nanoseconds from an arbitrary origin, non-decreasing. */
@@ -241,7 +250,8 @@ PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags);
 
 /* The worker of cpu is gone; cpu is no longer claimed nor chosen. A claim
  * still held there survives until its task runs elsewhere or it is released.
- * A wakeup running concurrently may still return cpu (as its fallback).
+ * A wakeup running concurrently may still return cpu (as its fallback). A
+ * task it still runs (no place_run_end) leaves its core's occupancy (COOKIES).
  * -EINVAL p NULL, -ENODEV cpu not usable, -ENOENT no worker registered there.
  * Any thread; not concurrently with calls made by cpu's worker. */
 PLACE_EXTERN int place_worker_unregister(place *p, int cpu);
@@ -260,7 +270,8 @@ typedef struct place_task {
 } place_task;
 
 /* Initialise a task record: no previous CPU, no history, any CPU allowed,
- * cookie (0 = trusted, untagged), NUMA group (0 = none). data is left alone.
+ * cookie (0 = trusted, untagged; see place_task_set_cookie), NUMA group
+ * (0 = none). data is left alone.
  * NULL is accepted (nothing happens). A record that was never initialised is
  * refused by every call with -EINVAL. */
 PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group);
@@ -269,6 +280,18 @@ PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group
  * any). The set stays owned by the caller and must outlive its use.
  * -EINVAL when t is NULL or not initialised, or set is non-NULL with size 0. */
 PLACE_EXTERN int place_task_set_cpus(place_task *t, const cpu_set_t *set, size_t size);
+
+/* Set t's core-scheduling cookie. With PLACE_FEAT_COOKIES, tasks whose
+ * cookies differ never run at the same time on SMT siblings of one core; 0
+ * ("trusted, untagged") is a cookie like the others, so a tagged task never
+ * shares a core with untagged ones either. Cookies are compared whole (any
+ * two different values are different cookies).
+ * Safe while t runs or is queued, from any thread, even during a call on t:
+ * it takes effect at t's next place_run_begin (a run in progress keeps the
+ * cookie it started with until its place_run_end; a run_begin racing this
+ * call uses the old or the new cookie) and steers t's next wakeups.
+ * -EINVAL when t is NULL or not initialised. */
+PLACE_EXTERN int place_task_set_cookie(place_task *t, uint64_t cookie);
 
 /* sizeof(place_task), for FFI binders. */
 PLACE_EXTERN size_t place_task_size(void);
@@ -291,6 +314,13 @@ PLACE_EXTERN size_t place_task_size(void);
  * CPU) starts in the LLC with the most idle CPUs. Only registered CPUs
  * inside t->cpus are considered. When nothing idle is found the target
  * itself is returned (the task stacks there; counted in hit_fallback).
+ *
+ * Cookies (PLACE_FEAT_COOKIES). Every step skips idle CPUs whose core runs
+ * tasks of another cookie than t's (a whole idle core always fits). This is
+ * a hint, read without synchronisation; place_run_begin checks exactly. When
+ * no fitting idle CPU is found and the target's core runs another cookie,
+ * t goes to the least loaded CPU of the target's LLC whose core fits (the
+ * target when none does), counted in cookie_fallbacks.
  *
  * Claims. Unless PLACE_WAKE_NOCLAIM (or the CLAIM feature is off), an idle
  * CPU returned is claimed for t with one compare-and-swap: no concurrent
@@ -326,7 +356,23 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu);
  * slot ends wherever it was. If t was claimed on another CPU (cpu stole it)
  * and that CPU is idle, it is idle for new wakeups again. -EINVAL p NULL or
  * t NULL or not initialised, -ENODEV cpu not usable, -ENOENT no worker
- * there, -EBUSY the worker already runs a task. Only that worker. */
+ * there, -EBUSY the worker already runs a task, or (COOKIES) an SMT sibling
+ * of cpu runs a task with another cookie. Only that worker.
+ *
+ * Core scheduling. With PLACE_FEAT_COOKIES this is the enforcement point:
+ * one compare-and-swap on the core's occupancy {cookie, running count}
+ * admits t only when nothing runs on cpu's core or what runs there carries
+ * t's cookie (the value of t's cookie now; see place_task_set_cookie).
+ * Otherwise -EBUSY and nothing changed: t keeps its claim or queue slot,
+ * cpu stays between tasks. The worker must then not run t: it leaves cpu
+ * "forced idle" (runs another task, whose cookie may fit, or parks with
+ * place_idle_enter) and requeues t (it may retry later, or another CPU may
+ * take it). Guarantee: as long as the runtime honours -EBUSY and runs a
+ * task's code only between a successful place_run_begin and its
+ * place_run_end, no two tasks of different cookies run at the same time on
+ * SMT siblings of one core, whatever the interleaving of the calls on all
+ * threads. A core with one CPU never refuses. Counted: cookie_refusals,
+ * forced_idle_ns (from a refusal until cpu next starts a task or parks). */
 PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
 
 #define PLACE_RUN_SLEEP   0u /* t blocked and will be woken again */
@@ -335,8 +381,10 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
 
 /* t stopped running on cpu. SLEEP and EXIT update t's average run between
  * sleeps (the short-task estimate); PREEMPT keeps the run going and counts t
- * as queued on cpu. -EINVAL p NULL, t is not the task running on cpu, or how
- * unknown; -ENODEV, -ENOENT as above. Only the worker of cpu. */
+ * as queued on cpu. Every how ends t's place on its core (COOKIES): a
+ * preempted task passes place_run_begin's check again when it resumes.
+ * -EINVAL p NULL, t is not the task running on cpu, or how unknown;
+ * -ENODEV, -ENOENT as above. Only the worker of cpu. */
 PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
 
 /* A wakeup that claimed cpu could not be delivered: release the claim held
@@ -391,7 +439,12 @@ typedef struct place_stats {
 	uint64_t claims_released; /* place_claim_release() */
 	uint64_t fail_prone_marks;/* failed partial scans that marked their target fail-prone */
 	uint64_t idle_enters;
-	uint64_t reserved[10];
+	uint64_t cookie_refusals; /* run_begin refused: a sibling ran another cookie */
+	uint64_t forced_idle_ns;  /* from each refusal until that CPU started a task or parked */
+	uint64_t cookie_fallbacks;/* nothing idle fit t's cookie and the target's core ran another
+	                           * one: t went to a fitting CPU of the LLC (else the target);
+	                           * also counted in hit_fallback */
+	uint64_t reserved[7];
 } place_stats;
 
 /* Read the counters of LLC domain llc (its dense id), or of the whole instance

@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifndef PLACE_HAVE_TSAN
 
@@ -83,6 +84,43 @@ static inline void place_add_64(uint64_t *p, uint64_t v) { ck_pr_add_64(p, v); }
 /* Orders a preceding RMW before the loads that follow it (see above). */
 static inline void place_fence_rmw_load(void) { ck_pr_fence_atomic_load(); }
 
+/*
+ * Double-word (128-bit) operations, for a core's cookie occupancy
+ * {cookie, count} (cookie.h): exact, because both 64-bit halves are compared.
+ * x86_64 has cmpxchg16b (CK_F_PR_CAS_64_2_VALUE); the word must be 16-byte
+ * aligned. The load is two relaxed 64-bit loads, so it may be torn: callers
+ * treat it as a hint or as the expected value of a CAS (which then fails and
+ * reports the exact value). ck_pr_load_64_2 would be exact but is itself a
+ * locked cmpxchg16b that takes the line exclusive: too dear for a hint.
+ */
+#ifndef CK_F_PR_CAS_64_2_VALUE
+#error "libplace needs a double-word compare-and-swap (ck_pr_cas_64_2_value) on this target"
+#endif
+
+static inline void place_load_64_2(const uint64_t p[2], uint64_t v[2])
+{
+	v[0] = ck_pr_load_64(&p[0]);
+	v[1] = ck_pr_load_64(&p[1]);
+}
+
+/* Sequentially consistent, both directions (it guards what runs on a CPU:
+ * earlier loads and stores before it, later ones after). On failure
+ * expected gets the value seen. */
+static inline bool place_cas_64_2(uint64_t p[2], uint64_t expected[2], uint64_t desired[2])
+{
+	uint64_t seen[2];
+	bool ok;
+
+	ck_pr_fence_load_atomic();
+	ck_pr_fence_store_atomic();
+	ok = ck_pr_cas_64_2_value(p, expected, desired, seen);
+	ck_pr_fence_atomic_load();
+	ck_pr_fence_atomic_store();
+	expected[0] = seen[0];
+	expected[1] = seen[1];
+	return ok;
+}
+
 #else /* PLACE_HAVE_TSAN */
 
 static inline uint64_t place_load_64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
@@ -108,6 +146,28 @@ static inline void place_or_64(uint64_t *p, uint64_t v) { __atomic_fetch_or(p, v
 static inline void place_and_64(uint64_t *p, uint64_t v) { __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }
 static inline void place_add_64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static inline void place_fence_rmw_load(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+/* 128-bit __atomic operations (libatomic or TSan's own), so that TSan sees
+ * every access to the word at one size; the load is exact here. */
+static inline void place_load_64_2(const uint64_t p[2], uint64_t v[2])
+{
+	unsigned __int128 x = __atomic_load_n((const unsigned __int128 *)(const void *)p, __ATOMIC_RELAXED);
+
+	memcpy(v, &x, sizeof(x));
+}
+
+static inline bool place_cas_64_2(uint64_t p[2], uint64_t expected[2], uint64_t desired[2])
+{
+	unsigned __int128 e, d;
+	bool ok;
+
+	memcpy(&e, expected, sizeof(e));
+	memcpy(&d, desired, sizeof(d));
+	ok = __atomic_compare_exchange_n((unsigned __int128 *)(void *)p, &e, d, false, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST);
+	memcpy(expected, &e, sizeof(e));
+	return ok;
+}
 
 #endif /* PLACE_HAVE_TSAN */
 

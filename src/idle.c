@@ -13,6 +13,7 @@
 
 #include <errno.h>
 
+#include "cookie.h"
 #include "idle.h"
 #include "internal.h"
 
@@ -165,6 +166,8 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
+	if (place__cookie_on(p, d) && p->slot[d].forced_since)
+		place__cookie_idle(p, d); /* a forced-idle period ends */
 	/* RMW on the state word; partners: a claim ending in start_delivery()
 	 * or place_claim_release() (either it sees IDLE or we see no claim),
 	 * and repair() through the fence in place__idle_publish(). */
@@ -230,17 +233,24 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	struct place_task_rec *r;
 	int d = between_tasks(p, task_edge(p, cpu, t, &r));
 	struct place_cpu *c;
-	uint64_t now;
+	uint64_t now, cookie;
 
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
+	/* COOKIES: the core admits t's cookie (read once: set_cookie may race)
+	 * before anything changes, so that a refusal changes nothing. */
+	cookie = place_load_64(&r->cookie);
+	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
+		return place__cookie_refused(p, d);
 	now = place__now(p);
+	if (place__cookie_on(p, d))
+		place__cookie_forced_end(p, d, now);
 	start_delivery(p, d, r, now);
 	place_store_32(&c->running, 1);
 	c->curr = t;
 	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
-	place_store_64(&c->curr_cookie, r->cookie);
+	c->curr_cookie = cookie; /* what run_end gives back to the core */
 	c->stamp = now;
 	r->prev_cpu = cpu;
 	return 0;
@@ -266,6 +276,8 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	c = &p->cpu[d];
 	if (how > PLACE_RUN_PREEMPT || c->curr != t)
 		return -EINVAL;
+	if (place__cookie_on(p, d))
+		place__cookie_leave(p, d, c->curr_cookie); /* t no longer runs on the core */
 	now = place__now(p);
 	r->run_accum_ns += now > c->stamp ? now - c->stamp : 0;
 	if (how == PLACE_RUN_PREEMPT) {

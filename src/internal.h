@@ -88,8 +88,10 @@ struct place_cpu {
 	 * it). Written by the worker; read only by the worker's own thread when
 	 * it wakes a task with waker_cpu == this CPU. */
 	place_task *curr;
-	/* Core-scheduling cookie of the running task (a later issue reads it).
-	 * Worker writes, relaxed. */
+	/* COOKIES: the cookie that the running task's run_begin counted in its
+	 * core's occupancy (captured there, so that place_task_set_cookie during
+	 * the run cannot unbalance it); run_end and unregister remove exactly
+	 * that. Worker only (plain accesses from its thread). */
 	uint64_t curr_cookie;
 	/* The worker's last run edge: when the current run began while it runs
 	 * a task, when the last run ended while not. Worker only: run_end takes
@@ -105,6 +107,20 @@ struct place_cpu {
 	uint64_t busy_since;
 };
 _Static_assert(sizeof(struct place_cpu) == PLACE_CACHELINE, "per-CPU state is one cache line");
+
+/*
+ * COOKIES: one SMT core's occupancy, {cookie, count of tasks running on its
+ * CPUs}, a 16-byte-aligned double word alone on its cache line (only the
+ * core's own workers write it; wakers read it). Changed only by the
+ * sequentially consistent 128-bit CAS of cookie.h (run_begin adds, run_end
+ * removes; partners: the siblings' enters and leaves, all RMWs on the one
+ * word); read relaxed and possibly torn by wakeup scans as a hint. {0, 0}
+ * when nothing runs. Cores with one CPU never use theirs.
+ */
+struct place_core {
+	alignas(PLACE_CACHELINE) uint64_t occ[2]; /* [0] cookie, [1] count */
+};
+_Static_assert(sizeof(struct place_core) == PLACE_CACHELINE, "a core's occupancy is one cache line");
 
 /* Where a CPU sits, flattened for the hot path. Read-only after create. */
 struct place_cpu_map {
@@ -160,7 +176,7 @@ struct place_llc {
 	X(wakeups) X(affine_wakeups) X(hit_target) X(hit_prev) X(hit_recent) X(hit_idle_core)      \
 	X(hit_idle_cpu) X(hit_sibling) X(hit_fallback) X(cpus_probed) X(false_positives)           \
 	X(lost_claims) X(hit_prev_smt) X(claims) X(claims_stolen) X(claims_released)               \
-	X(fail_prone_marks) X(idle_enters)
+	X(fail_prone_marks) X(idle_enters) X(cookie_refusals) X(forced_idle_ns) X(cookie_fallbacks)
 
 enum place_stat_id {
 #define PLACE_STAT_ENUM(name) PLACE_STAT_##name,
@@ -175,6 +191,11 @@ enum place_stat_id {
  * claim releases) with relaxed atomic adds. place_stats_read sums relaxed. */
 struct place_stat_slot {
 	alignas(PLACE_CACHELINE) uint64_t v[PLACE_NR_STATS];
+	/* COOKIES, per-CPU slots only: when this CPU's current forced-idle
+	 * period began (its first refused run_begin since it last started a
+	 * task or parked), 0 when none. Its worker only, plain accesses: the
+	 * pending part of forced_idle_ns, added at the period's end. */
+	uint64_t forced_since;
 };
 
 /*
@@ -196,7 +217,8 @@ struct place_task_rec {
 	const void *last_wakee;
 	uint64_t avg_run_ns;     /* average run between sleeps */
 	uint64_t run_accum_ns;   /* run since it last slept (preemptions add up) */
-	uint64_t cookie;
+	uint64_t cookie;         /* place_task_set_cookie stores, any thread; the
+	                          * task's run_begin and wakeups load; relaxed */
 	uint32_t group;
 	uint32_t reserved0;
 };
@@ -222,6 +244,7 @@ struct place {
 	uint64_t util_period_ns;
 	struct place_cpu *cpu;        /* [nr_cpus] */
 	struct place_cpu_map *map;    /* [nr_cpus] */
+	struct place_core *core;      /* [nr_cores] COOKIES occupancy */
 	struct place_llc *llc;        /* [nr_llcs] */
 	struct place_stat_slot *slot; /* [nr_cpus] */
 	struct place_stat_slot *ext;  /* [nr_llcs] */

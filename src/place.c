@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cookie.h"
 #include "idle.h"
 #include "internal.h"
 
@@ -178,10 +179,11 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	p->llc_cpus = p->topo->llc_cpus;
 	p->cpu = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->cpu));
 	p->map = calloc((size_t)p->topo->nr_cpus, sizeof(*p->map));
+	p->core = alloc_lines((size_t)p->topo->nr_cores, sizeof(*p->core));
 	p->llc = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->llc));
 	p->slot = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->slot));
 	p->ext = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->ext));
-	if (!p->cpu || !p->map || !p->llc || !p->slot || !p->ext)
+	if (!p->cpu || !p->map || !p->core || !p->llc || !p->slot || !p->ext)
 		goto fail;
 	if ((err = build_map(p)) || (err = build_llcs(p, place__now(p))))
 		goto fail;
@@ -200,6 +202,7 @@ PLACE_EXTERN void place_destroy(place *p)
 	free(p->ext);
 	free(p->slot);
 	free(p->llc);
+	free(p->core);
 	free(p->map);
 	free(p->cpu);
 	place_topo_free(p->topo);
@@ -269,6 +272,7 @@ PLACE_EXTERN int place_worker_unregister(place *p, int cpu)
 	if (d < 0)
 		return d;
 	m = &p->map[d];
+	place__cookie_unregister(p, d); /* a task still running leaves its core */
 	/* RMW: no claim succeeds after this (place__st_claim needs REGISTERED) */
 	place__st_change(&p->cpu[d].state, 0, PLACE_ST_REGISTERED | PLACE_ST_IDLE);
 	place_store_32(&p->cpu[d].running, 0);

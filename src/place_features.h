@@ -20,3 +20,5 @@ PLACE_FEAT(SHORT_AFFINE, "wake onto a waker that runs exactly one short task")
 PLACE_FEAT(WAKE_WIDE, "no wake-affine for wakers that flip between many wakees")
 /* Stops fruitless scans of a nearly busy LLC; may miss the last idle CPU above ~85% busy. */
 PLACE_FEAT(SIS_UTIL, "bound the idle-CPU scan by the LLC's utilization")
+/* SMT isolation between cookies (seed 002); costs a 128-bit CAS per run edge and forced-idle CPUs. */
+PLACE_FEAT(COOKIES, "tasks of different cookies never run at once on one core's SMT siblings")

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <limits.h>
 
+#include "cookie.h"
 #include "idle.h"
 #include "internal.h"
 
@@ -71,6 +72,8 @@ static inline bool take_seen(struct wake *w, int cpu, uint64_t s)
 {
 	if (!place__st_available(s))
 		return false;
+	if (!place__cookie_fits_task(w->p, w->r, cpu))
+		return false; /* COOKIES: its core runs another cookie (a hint; run_begin decides) */
 	if (w->claim && !place__st_claim(&w->p->cpu[cpu].state, s, &w->gen)) {
 		w->lost++;
 		return false;
@@ -278,7 +281,7 @@ static bool scan_core(struct wake *w, int cpu, int *fallback)
 			continue;
 		}
 		any = true;
-		if (*fallback < 0 && place__allowed(w->p, w->t, sib))
+		if (*fallback < 0 && place__allowed(w->p, w->t, sib) && place__cookie_fits_task(w->p, w->r, sib))
 			*fallback = sib;
 	}
 	if (idle)
@@ -418,6 +421,19 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 	return PLACE_STAT_hit_fallback;
 }
 
+/* Nothing idle fits: stack on the target, unless (COOKIES) its core runs
+ * another cookie; then on a fitting CPU of its LLC (cookie.c), counted. */
+static int stack_cpu(struct wake *w)
+{
+	int cpu;
+
+	if (place__cookie_fits_task(w->p, w->r, w->target))
+		return w->target;
+	cpu = place__cookie_fallback(w->p, w->t, w->target, &w->probes);
+	place__count(w->p, w->waker, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);
+	return cpu;
+}
+
 /* The kernel's select_idle_sibling() order. Returns the level that found
  * w->cpu, or hit_fallback. */
 static enum place_stat_id select_idle_sibling(struct wake *w)
@@ -541,7 +557,7 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 		return -ESRCH; /* no usable CPU (changed nothing, or raced an unregister) */
 	level = select_idle_sibling(&w);
 	if (level == PLACE_STAT_hit_fallback)
-		w.cpu = w.target; /* nothing idle: stack on the target */
+		w.cpu = stack_cpu(&w); /* nothing idle: stack on the target */
 	return wake_commit(&w, level);
 }
 

@@ -1,0 +1,100 @@
+/*
+ * Core-scheduling cookies, the slow parts: a refusal and the forced idle it
+ * starts, a worker leaving, the compatible fallback of a wakeup that found
+ * no compatible idle CPU, and place_task_set_cookie(). The hot parts and
+ * the occupancy invariant are in cookie.h.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+
+#include "cookie.h"
+#include "idle.h"
+#include "internal.h"
+
+/*
+ * run_begin on cpu was refused (place__cookie_enter said -EBUSY): count it,
+ * and start cpu's forced-idle period unless one is running (a worker that
+ * retries keeps the first stamp). Its worker leaves the CPU idle and
+ * requeues the task; nothing else changed. Returns -EBUSY. Worker only.
+ */
+int place__cookie_refused(struct place *p, int cpu)
+{
+	struct place_stat_slot *s = &p->slot[cpu];
+
+	place_count_64(&s->v[PLACE_STAT_cookie_refusals], 1);
+	if (!s->forced_since) {
+		uint64_t now = place__now(p);
+
+		s->forced_since = now ? now : 1; /* 0 means "not forced idle" */
+	}
+	return -EBUSY;
+}
+
+/* cpu's worker parks: a forced-idle period ends here (idle_enter reads the
+ * clock only then). Worker only. */
+void place__cookie_idle(struct place *p, int cpu)
+{
+	if (p->slot[cpu].forced_since)
+		place__cookie_forced_end(p, cpu, place__now(p));
+}
+
+/* cpu's worker is going away (not concurrently with its calls): a task it
+ * still runs leaves the core, and forced idle ends. */
+void place__cookie_unregister(struct place *p, int cpu)
+{
+	if (place__cookie_on(p, cpu) && place_load_32(&p->cpu[cpu].running))
+		place__cookie_leave(p, cpu, p->cpu[cpu].curr_cookie);
+	place__cookie_idle(p, cpu);
+}
+
+/* Tasks on cpu: running plus queued (wake_affine's nr_running). */
+static uint32_t load_of(const struct place *p, int cpu, uint64_t state)
+{
+	return place_load_32(&p->cpu[cpu].running) + place__st_queued(state);
+}
+
+/*
+ * A wakeup found no compatible idle CPU and target's core runs another
+ * cookie: the least loaded registered, allowed CPU of target's LLC whose
+ * core fits t's cookie, the first after target on a tie; target itself when
+ * none does. A slow path (nothing idle): it reads every state of the LLC
+ * once; *probes counts them. Any thread (hints only).
+ */
+int place__cookie_fallback(struct place *p, const place_task *t, int target, uint64_t *probes)
+{
+	const struct place_cpu_map *tm = &p->map[target];
+	const struct place_llc *llc = &p->llc[tm->llc];
+	uint64_t cookie = place_load_64(&place__rec((place_task *)t)->cookie);
+	uint32_t best_load = UINT32_MAX;
+	int best = target;
+
+	for (int i = 1; i <= llc->weight; i++) {
+		int cpu = place__llc_cpu(p, tm->llc, (tm->pos + i) % llc->weight);
+		uint64_t s;
+
+		if (!place__allowed(p, t, cpu) || !place__cookie_fits(p, cpu, cookie))
+			continue;
+		++*probes;
+		s = place_load_64(&p->cpu[cpu].state);
+		if ((s & PLACE_ST_REGISTERED) && load_of(p, cpu, s) < best_load) {
+			best_load = load_of(p, cpu, s);
+			best = cpu;
+		}
+	}
+	return best;
+}
+
+PLACE_EXTERN int place_task_set_cookie(place_task *t, uint64_t cookie)
+{
+	struct place_task_rec *r = place__task_rec(t);
+
+	if (!r)
+		return -EINVAL;
+	/* Relaxed: read once by t's next run_begin (which captures it) and as a
+	 * hint by wakeups; a call racing them gives the old or the new value. */
+	place_store_64(&r->cookie, cookie);
+	return 0;
+}
