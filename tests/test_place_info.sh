@@ -61,6 +61,18 @@ for fmt in console tsv; do
 		bad "--format=$fmt"
 	fi
 done
+# The console picture: every box line has the picture's width, and the core
+# tokens ("[0 128]") name every usable CPU exactly once.
+picture_ok() { # SOURCE
+	$PI --topology "$1" >"$TMP/pic" || return 1
+	$PLAIN --topology "$1" --format tsv | awk '/^[0-9]/ { print $1 }' | sort -n >"$TMP/pic.want"
+	sed -n '/^[+|]/p' "$TMP/pic" | awk '{ w[length($0)] = 1 } END { n = 0; for (k in w) n++; exit n != 1 }' || return 1
+	grep -o '\[[0-9 ]*\]' "$TMP/pic" | tr -d '[]' | tr ' ' '\n' | sort -n | cmp -s - "$TMP/pic.want"
+}
+for src in "synthetic:pack:2 [numa] l3:8 core:8 pu:2(indexes=core)" "synthetic:pack:2 l3:1 group:2 [numa] core:3 pu:2" \
+	"xml:$FX/hybrid.xml" "xml:$FX/sparse.xml"; do
+	if picture_ok "$src"; then ok "console picture: $src"; else bad "console picture: $src"; fi
+done
 if PLACE_TOPOLOGY="synthetic:pack:1 core:3 pu:1" $PI --format tsv | grep -c '^[0-9]' | grep -qx 3; then
 	ok "PLACE_TOPOLOGY replaces the live machine"
 else

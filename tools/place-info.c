@@ -3,8 +3,9 @@
  *
  *   place-info [--topology SOURCE] [--format console|tsv|truth]
  *
- * console  a readable summary: packages, NUMA nodes, LLC domains with their
- *          cores and CPUs, SMT width, allowed CPUs.
+ * console  a picture, as lstopo draws one: boxes for packages, NUMA nodes and
+ *          LLC domains, the cores inside with their SMT CPUs; counts and the
+ *          allowed CPUs above it.
  * tsv      one line per usable CPU with every field of place_cpu_info.
  * truth    exactly the format of the topology corpus' NAME.truth.tsv files,
  *          so that `diff` compares libplace with hwloc's own answer.
@@ -24,7 +25,7 @@
 static const char usage[] =
 	"usage: place-info [--topology SOURCE] [--format console|tsv|truth]\n"
 	"  SOURCE: live (default; PLACE_TOPOLOGY overrides it), xml:PATH or synthetic:STRING\n"
-	"  console  readable summary (default)\n"
+	"  console  a picture: packages, nodes, LLCs, cores with their SMT CPUs (default)\n"
 	"  tsv      one line per CPU, every field libplace knows\n"
 	"  truth    the topology corpus' .truth.tsv format, for diff\n";
 
@@ -127,33 +128,302 @@ static int info_index(const place_cpu_info *info, int n, int cpu)
 	return lo;
 }
 
-/* One line per LLC domain, its cores as sibling groups: "0+128 1+129 ...".
- * A core starts at its lowest CPU; buf holds 2n ints. */
-static void print_llc(const place_topo *t, const place_cpu_info *info, int n, int llc, int *buf)
+/* ------------------------------------------------------------------------ */
+/* The console picture                                                       */
+
+/*
+ * Nested boxes, coarse to fine, as lstopo draws them: packages, NUMA nodes and
+ * LLC domains, then the cores of the innermost box as "[cpu sibling ...]".
+ * A level nests inside the one before it when each of its groups lies inside
+ * one group of that level; levels with the same groups share a box (a package
+ * that is one node is drawn once, labelled with both). A level that crosses
+ * another (a NUMA node spanning two LLCs and an LLC spanning two nodes) gets
+ * no box: it is listed below the picture. Levels are ordered by their number
+ * of groups, so a sub-NUMA-clustered package (one L3, two nodes) draws the
+ * nodes inside the LLC. Plain ASCII, at most PIC_WIDTH columns.
+ */
+
+#define PIC_WIDTH 100
+
+enum { LV_PACKAGE, LV_NODE, LV_LLC, NR_LV };
+
+static const size_t lv_off[NR_LV] = { offsetof(place_cpu_info, package),
+				       offsetof(place_cpu_info, node),
+				       offsetof(place_cpu_info, llc) };
+static const char *const lv_plural[NR_LV] = { "packages", "NUMA nodes", "LLC domains" };
+
+/* A box level: one or more topology levels with the same groups. */
+struct boxlv {
+	int nmembers;
+	int member[NR_LV];
+};
+
+struct pic {
+	const place_topo *t;
+	const place_cpu_info *info;
+	int n;
+	int nbox;
+	struct boxlv box[NR_LV];
+	int ncross;
+	int cross[NR_LV];
+	int width;
+	int *sib;     /* scratch: siblings of one CPU (n ints) */
+};
+
+static int lv_id(const place_cpu_info *c, int lv)
 {
-	int k = select_cpus(info, n, offsetof(place_cpu_info, llc), llc, buf);
-	const place_cpu_info *first = &info[info_index(info, n, buf[0])];
-	int *sib = buf + k;
-	char name[64];
+	return *(const int *)((const char *)c + lv_off[lv]);
+}
 
-	int cores = 0;
+static int lv_count(const place_topo *t, int lv)
+{
+	return lv == LV_PACKAGE ? place_topo_nr_packages(t) :
+	       lv == LV_NODE ? place_topo_nr_nodes(t) : place_topo_nr_llcs(t);
+}
 
-	for (int i = 0; i < k; i++)
-		cores += place_topo_siblings(t, buf[i], sib, n) > 0 && sib[0] == buf[i];
-	printf("  LLC %d: %s, package %d, node %d, %d cores, %d CPUs:", llc,
-	       llc_name(first, name, sizeof(name)), first->package, first->node, cores, k);
-	for (int i = 0; i < k; i++) {
-		int m = place_topo_siblings(t, buf[i], sib, n), sep = ' ';
+/* Does every group of level a lie inside one group of level b? map: count(a) ints. */
+static int refines(const place_cpu_info *info, int n, int a, int b, int *map, int na)
+{
+	for (int g = 0; g < na; g++)
+		map[g] = -1;
+	for (int i = 0; i < n; i++) {
+		int ga = lv_id(&info[i], a), gb = lv_id(&info[i], b);
 
-		if (m <= 0 || sib[0] != buf[i])
-			continue;
-		for (int j = 0; j < m; j++)
-			if (info[info_index(info, n, sib[j])].llc == llc) {
-				printf("%c%d", sep, sib[j]);
-				sep = '+';
-			}
+		if (map[ga] < 0)
+			map[ga] = gb;
+		else if (map[ga] != gb)
+			return 0;
 	}
-	printf("\n");
+	return 1;
+}
+
+/* Order the levels and decide which nest (see above). 0, or -1 out of memory. */
+static int pic_levels(struct pic *pc)
+{
+	int order[NR_LV], nord = 0, max = 1, *map;
+
+	for (int lv = 0; lv < NR_LV; lv++) {
+		int ok = lv_count(pc->t, lv) > 0;
+
+		for (int i = 0; ok && i < pc->n; i++)
+			ok = lv_id(&pc->info[i], lv) >= 0;
+		if (!ok)
+			continue; /* e.g. no Package objects: no package boxes */
+		order[nord++] = lv;
+		max = lv_count(pc->t, lv) > max ? lv_count(pc->t, lv) : max;
+	}
+	/* Fewest groups first; ties keep package, node, LLC. */
+	for (int i = 1; i < nord; i++)
+		for (int j = i; j > 0 && lv_count(pc->t, order[j]) < lv_count(pc->t, order[j - 1]); j--) {
+			int x = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	map = malloc((size_t)max * sizeof(int));
+	if (!map)
+		return -1;
+	for (int i = 0; i < nord; i++) {
+		int lv = order[i];
+		struct boxlv *last = pc->nbox ? &pc->box[pc->nbox - 1] : NULL;
+		int outer = last ? last->member[0] : -1;
+
+		if (!last) {
+			pc->box[pc->nbox++] = (struct boxlv){ 1, { lv } };
+		} else if (!refines(pc->info, pc->n, lv, outer, map, lv_count(pc->t, lv))) {
+			pc->cross[pc->ncross++] = lv;
+		} else if (refines(pc->info, pc->n, outer, lv, map, lv_count(pc->t, outer))) {
+			last->member[last->nmembers++] = lv; /* the same groups: one box */
+		} else {
+			pc->box[pc->nbox++] = (struct boxlv){ 1, { lv } };
+		}
+	}
+	free(map);
+	return 0;
+}
+
+/* Is CPU i of info[] in the group {level box[b], id} of every enclosing box? */
+static int in_box(const struct pic *pc, const int *ids, int depth, int i)
+{
+	for (int b = 0; b < depth; b++)
+		if (lv_id(&pc->info[i], pc->box[b].member[0]) != ids[b])
+			return 0;
+	return 1;
+}
+
+/* The core token of CPU i: "[0 128]", its siblings inside the box; 0 when i
+ * is not the lowest of them (its core was printed already). */
+static int core_token(const struct pic *pc, const int *ids, int depth, int i, char *buf, size_t size)
+{
+	int m = place_topo_siblings(pc->t, pc->info[i].cpu, pc->sib, pc->n), len = 1, first = 1;
+
+	if (m <= 0)
+		m = 1, pc->sib[0] = pc->info[i].cpu;
+	buf[0] = '[';
+	for (int j = 0; j < m && j < pc->n; j++) {
+		int k = info_index(pc->info, pc->n, pc->sib[j]);
+
+		if (pc->info[k].cpu != pc->sib[j] || !in_box(pc, ids, depth, k))
+			continue;
+		if (first && pc->sib[j] != pc->info[i].cpu)
+			return 0;
+		len += snprintf(buf + len, size - (size_t)len, "%s%d", first ? "" : " ", pc->sib[j]);
+		first = 0;
+	}
+	snprintf(buf + len, size - (size_t)len, "]");
+	return len + 1;
+}
+
+/* Cores and CPUs in a box. */
+static void box_counts(const struct pic *pc, const int *ids, int depth, int *cores, int *cpus)
+{
+	char tok[256];
+
+	*cores = *cpus = 0;
+	for (int i = 0; i < pc->n; i++)
+		if (in_box(pc, ids, depth, i)) {
+			(*cpus)++;
+			*cores += core_token(pc, ids, depth, i, tok, sizeof(tok)) > 0;
+		}
+}
+
+/* "Package 0 / NUMA node 0 (OS 0): 8 cores, 16 CPUs" for box level b, group of CPU i. */
+static void box_label(const struct pic *pc, int b, const int *ids, int i, char *buf, size_t size)
+{
+	const place_cpu_info *c = &pc->info[i];
+	char name[64];
+	int len = 0, cores, cpus;
+
+	for (int m = 0; m < pc->box[b].nmembers; m++) {
+		const char *sep = m ? " / " : "";
+
+		switch (pc->box[b].member[m]) {
+		case LV_PACKAGE:
+			len += snprintf(buf + len, size - (size_t)len, "%sPackage %d", sep, c->package);
+			break;
+		case LV_NODE:
+			if (c->hw_node_os >= 0)
+				len += snprintf(buf + len, size - (size_t)len, "%sNUMA node %d (OS %d)",
+						sep, c->node, c->hw_node_os);
+			else
+				len += snprintf(buf + len, size - (size_t)len, "%sno NUMA node", sep);
+			break;
+		default:
+			len += snprintf(buf + len, size - (size_t)len, "%sLLC %d = %s", sep, c->llc,
+					llc_name(c, name, sizeof(name)));
+			break;
+		}
+	}
+	box_counts(pc, ids, b + 1, &cores, &cpus);
+	snprintf(buf + len, size - (size_t)len, ": %d core%s, %d CPU%s", cores, cores == 1 ? "" : "s",
+		 cpus, cpus == 1 ? "" : "s");
+}
+
+/* One line inside depth enclosing boxes: "| | text     | |". */
+static void pic_line(const struct pic *pc, int depth, const char *text, char fill, int border)
+{
+	int inner = pc->width - 4 * depth, len = (int)strlen(text);
+
+	for (int d = 0; d < depth; d++)
+		fputs("| ", stdout);
+	if (border) {
+		/* "+- label ----+" */
+		printf("+-%s%s", len ? " " : "", text);
+		for (int k = 2 + (len ? len + 1 : 0); k < inner - 1; k++)
+			putchar(len && k == 2 + len + 1 ? ' ' : fill);
+		putchar('+');
+	} else {
+		printf("%s", text);
+		for (int k = len; k < inner; k++)
+			putchar(' ');
+	}
+	for (int d = 0; d < depth; d++)
+		fputs(" |", stdout);
+	putchar('\n');
+}
+
+/* The cores of the innermost box, wrapped to its width. */
+static void pic_cores(const struct pic *pc, const int *ids, int depth)
+{
+	int inner = pc->width - 4 * depth, len = 0;
+	char *line = malloc((size_t)inner + 1), tok[256];
+
+	if (!line)
+		return;
+	line[0] = '\0';
+	for (int i = 0; i < pc->n; i++) {
+		int k;
+
+		if (!in_box(pc, ids, depth, i) || (k = core_token(pc, ids, depth, i, tok, sizeof(tok))) == 0)
+			continue;
+		if (len && len + 1 + k > inner) {
+			pic_line(pc, depth, line, ' ', 0);
+			len = 0;
+		}
+		len += snprintf(line + len, (size_t)inner + 1 - (size_t)len, "%s%s", len ? " " : "", tok);
+	}
+	if (len)
+		pic_line(pc, depth, line, ' ', 0);
+	free(line);
+}
+
+/* Box level b (and everything inside) for the groups within ids[0..b-1]. */
+static void pic_box(const struct pic *pc, int *ids, int b)
+{
+	int lv = pc->box[b].member[0];
+	char label[256];
+
+	for (int g = 0; g < lv_count(pc->t, lv); g++) {
+		int first = -1;
+
+		ids[b] = g;
+		for (int i = 0; i < pc->n && first < 0; i++)
+			if (in_box(pc, ids, b + 1, i))
+				first = i;
+		if (first < 0)
+			continue;
+		box_label(pc, b, ids, first, label, sizeof(label));
+		if ((int)strlen(label) > pc->width - 4 * b - 6)
+			label[pc->width - 4 * b - 6] = '\0';
+		pic_line(pc, b, label, '-', 1);
+		if (b + 1 < pc->nbox)
+			pic_box(pc, ids, b + 1);
+		else
+			pic_cores(pc, ids, b + 1);
+		pic_line(pc, b, "", '-', 1);
+	}
+}
+
+/* The widest line the picture needs unwrapped: labels and core rows. */
+static int pic_natural(const struct pic *pc, int *ids, int b)
+{
+	int lv = pc->box[b].member[0], w = 0;
+	char label[256];
+
+	for (int g = 0; g < lv_count(pc->t, lv); g++) {
+		int first = -1, row = 0, need;
+
+		ids[b] = g;
+		for (int i = 0; i < pc->n; i++) {
+			char tok[256];
+			int k;
+
+			if (!in_box(pc, ids, b + 1, i))
+				continue;
+			if (first < 0)
+				first = i;
+			if (b + 1 == pc->nbox && (k = core_token(pc, ids, b + 1, i, tok, sizeof(tok))) > 0)
+				row += (row ? 1 : 0) + k;
+		}
+		if (first < 0)
+			continue;
+		box_label(pc, b, ids, first, label, sizeof(label));
+		need = 4 * b + (int)strlen(label) + 6;
+		w = need > w ? need : w;
+		need = b + 1 < pc->nbox ? pic_natural(pc, ids, b + 1) : 4 * (b + 1) + row;
+		w = need > w ? need : w;
+	}
+	return w;
 }
 
 static void print_group(const place_cpu_info *info, int n, size_t off, int id, int *buf)
@@ -167,10 +437,12 @@ static void print_group(const place_cpu_info *info, int n, size_t off, int id, i
 
 static void print_console(const place_topo *t, const place_cpu_info *info, int n)
 {
-	int *buf = calloc((size_t)n * 2, sizeof(int)), smin = n, smax = 0;
+	int *buf = calloc((size_t)n * 2, sizeof(int)), smin = n, smax = 0, ids[NR_LV];
+	struct pic pc = { .t = t, .info = info, .n = n };
 
 	if (!buf)
 		return;
+	pc.sib = buf + n;
 	for (int i = 0; i < n; i++) {
 		buf[i] = info[i].cpu;
 		smin = info[i].smt < smin ? info[i].smt : smin;
@@ -186,22 +458,35 @@ static void print_console(const place_topo *t, const place_cpu_info *info, int n
 	if (smin != smax)
 		printf(" (some cores %d)", smin);
 	printf("\n");
-	for (int p = 0; p < place_topo_nr_packages(t); p++) {
-		printf("package %d: ", p);
-		print_group(info, n, offsetof(place_cpu_info, package), p, buf);
+	if (pic_levels(&pc) < 0) {
+		free(buf);
+		return;
 	}
-	for (int d = 0; d < place_topo_nr_nodes(t); d++) {
-		int os = -1;
+	pc.width = pic_natural(&pc, ids, 0);
+	pc.width = pc.width < 40 ? 40 : pc.width > PIC_WIDTH ? PIC_WIDTH : pc.width;
+	printf("%s\n", smax > 1 ? "[a b ...] is one core, its SMT CPUs by OS number:"
+				: "[a] is one core (no SMT), its CPU by OS number:");
+	pic_box(&pc, ids, 0);
+	for (int c = 0; c < pc.ncross; c++) {
+		int lv = pc.cross[c];
 
-		for (int i = 0; i < n; i++)
-			if (info[i].node == d)
-				os = info[i].hw_node_os;
-		printf("node %d (OS node %d): ", d, os);
-		print_group(info, n, offsetof(place_cpu_info, node), d, buf);
+		printf("%s (they cross the boxes above):\n", lv_plural[lv]);
+		for (int g = 0; g < lv_count(t, lv); g++) {
+			int i = 0;
+
+			while (i < n && lv_id(&info[i], lv) != g)
+				i++;
+			if (i == n)
+				continue;
+			if (lv == LV_NODE)
+				printf("  NUMA node %d (OS %d): ", g, info[i].hw_node_os);
+			else if (lv == LV_LLC)
+				printf("  LLC %d: ", g);
+			else
+				printf("  package %d: ", g);
+			print_group(info, n, lv_off[lv], g, buf);
+		}
 	}
-	printf("LLC domains, cores as SMT sibling groups:\n");
-	for (int l = 0; l < place_topo_nr_llcs(t); l++)
-		print_llc(t, info, n, l, buf);
 	free(buf);
 }
 
