@@ -298,6 +298,7 @@ static void run(const char *topo_src, unsigned features)
 	pthread_t th[NWORKER + 2];
 	uint64_t t0, run_ns = getenv("PLACE_UNDER_VALGRIND") ? RUN_NS / 10 : RUN_NS;
 	place_stats st;
+	long violations, refusals;
 
 	if (!(features & PLACE_FEAT_COOKIES))
 		run_ns /= 4; /* the control needs only a few co-runs */
@@ -334,16 +335,18 @@ static void run(const char *topo_src, unsigned features)
 
 	ck_assert_msg(!atomic_load(&g.errors), "%s", g.why);
 	ck_assert_int_eq(place_stats_read(g.p, -1, &st), 0);
+	violations = atomic_load(&g.violations);
+	refusals = atomic_load(&g.refusals);
 	printf("%s, COOKIES %s: %ld operations, %ld runs, %ld cookie changes, %ld refusals, "
 	       "%ld violations; stats: refusals %lu, forced idle %.3f ms, fallbacks %lu of %lu wakeups\n",
 	       topo_src, features & PLACE_FEAT_COOKIES ? "on" : "off", atomic_load(&g.ops),
-	       atomic_load(&g.runs), atomic_load(&g.sets), atomic_load(&g.refusals),
-	       atomic_load(&g.violations), (unsigned long)st.cookie_refusals, st.forced_idle_ns / 1e6,
+	       atomic_load(&g.runs), atomic_load(&g.sets), refusals, violations,
+	       (unsigned long)st.cookie_refusals, st.forced_idle_ns / 1e6,
 	       (unsigned long)st.cookie_fallbacks, (unsigned long)st.wakeups);
 	if (features & PLACE_FEAT_COOKIES) {
-		ck_assert_int_eq(atomic_load(&g.violations), 0);
-		ck_assert_int_gt(atomic_load(&g.refusals), 100);
-		ck_assert_uint_eq(st.cookie_refusals, (uint64_t)atomic_load(&g.refusals));
+		ck_assert_msg(violations == 0, "%ld co-runs of different cookies on one core", violations);
+		ck_assert_msg(refusals > 100, "only %ld refusals: the mix did not contend", refusals);
+		ck_assert_uint_eq(st.cookie_refusals, (uint64_t)refusals);
 		check_occupancy();
 		for (int cpu = 0; cpu < NCPU; cpu++)
 			if (g.cur[cpu] >= 0)
@@ -352,8 +355,8 @@ static void run(const char *topo_src, unsigned features)
 			ck_assert_uint_eq(g.p->core[core].occ[PLACE_OCC_COUNT], 0);
 	} else {
 		/* the control: without isolation the oracle sees co-runs */
-		ck_assert_int_gt(atomic_load(&g.violations), 0);
-		ck_assert_int_eq(atomic_load(&g.refusals), 0);
+		ck_assert_msg(violations > 0, "the oracle saw no co-run without COOKIES");
+		ck_assert_int_eq(refusals, 0);
 	}
 	place_destroy(g.p);
 }
