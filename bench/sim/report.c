@@ -56,7 +56,7 @@ void sim_report_header(FILE *f, int fmt, const char *what)
 			   "\tlat_p999_ns\tlat_max_ns\tutil\truns\tidle_core_misses\tstack_llc\tstack_any"
 			   "\tcross_llc\tcross_node\twakeups\tprobes_per_wakeup\tfalse_positives"
 			   "\tlost_claims\thit_fallback\tsteals\thost_ns_per_decision\ttasks\texited"
-			   "\tsent\tdelivered\tevents\n");
+			   "\tsent\tdelivered\tevents\thit_prev_smt\tclaims\tclaims_stolen\tfail_prone_marks\n");
 		break;
 	default:
 		fprintf(f, "{\"run\": ");
@@ -91,13 +91,15 @@ static void row_tsv(FILE *f, const struct sim_result *r, double vs)
 	fprintf(f, "%d\t%s\t%d\t%" PRIu64 "\t%" PRIu64 "\t%.1f\t%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 		   "\t%" PRIu64 "\t%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 		   "\t%" PRIu64 "\t%" PRIu64 "\t%.3f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-		   "\t%.1f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		   "\t%.1f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+		   "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
 		r->load, r->policy, r->ok, r->makespan_ns, r->units, throughput(r), vs, r->lat_p50,
 		r->lat_p99, r->lat_p999, r->lat_max, r->util, r->run_starts, r->idle_core_misses,
 		r->stack_llc, r->stack_any, r->cross_llc, r->cross_node, r->wakeups,
 		per(r->st.cpus_probed, r->st.wakeups), r->st.false_positives, r->st.lost_claims,
 		r->st.hit_fallback, r->steals, per(r->host_ns, r->decisions), r->tasks, r->exited,
-		r->sent, r->delivered, r->events);
+		r->sent, r->delivered, r->events, r->st.hit_prev_smt, r->st.claims, r->st.claims_stolen,
+		r->st.fail_prone_marks);
 }
 
 static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
@@ -117,11 +119,15 @@ static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
 		   ", \"hit_prev\": %" PRIu64 ", \"hit_recent\": %" PRIu64 ", \"hit_idle_core\": %" PRIu64
 		   ", \"hit_idle_cpu\": %" PRIu64 ", \"hit_sibling\": %" PRIu64 ", \"hit_fallback\": %" PRIu64
 		   ", \"cpus_probed\": %" PRIu64 ", \"false_positives\": %" PRIu64 ", \"lost_claims\": %" PRIu64
+		   ", \"hit_prev_smt\": %" PRIu64 ", \"claims\": %" PRIu64 ", \"claims_stolen\": %" PRIu64
+		   ", \"claims_released\": %" PRIu64 ", \"fail_prone_marks\": %" PRIu64 ", \"idle_enters\": %" PRIu64
 		   "},\n   \"host_ns_per_decision\": %.1f, \"tasks\": %" PRIu64 ", \"exited\": %" PRIu64
 		   ", \"sent\": %" PRIu64 ", \"delivered\": %" PRIu64 ", \"events\": %" PRIu64 "}",
 		r->st.wakeups, r->st.affine_wakeups, r->st.hit_target, r->st.hit_prev, r->st.hit_recent,
 		r->st.hit_idle_core, r->st.hit_idle_cpu, r->st.hit_sibling, r->st.hit_fallback,
-		r->st.cpus_probed, r->st.false_positives, r->st.lost_claims, per(r->host_ns, r->decisions),
+		r->st.cpus_probed, r->st.false_positives, r->st.lost_claims, r->st.hit_prev_smt, r->st.claims,
+		r->st.claims_stolen, r->st.claims_released, r->st.fail_prone_marks, r->st.idle_enters,
+		per(r->host_ns, r->decisions),
 		r->tasks, r->exited, r->sent, r->delivered, r->events);
 }
 
