@@ -320,7 +320,8 @@ PLACE_EXTERN size_t place_task_size(void);
  * a hint, read without synchronisation; place_run_begin checks exactly. When
  * no fitting idle CPU is found and the target's core runs another cookie,
  * t goes to the least loaded CPU of the target's LLC whose core fits (the
- * target when none does), counted in cookie_fallbacks.
+ * target when none does; claimed as above when it is idle), counted in
+ * cookie_fallbacks.
  *
  * Claims. Unless PLACE_WAKE_NOCLAIM (or the CLAIM feature is off), an idle
  * CPU returned is claimed for t with one compare-and-swap: no concurrent
@@ -443,7 +444,8 @@ typedef struct place_stats {
 	uint64_t forced_idle_ns;  /* from each refusal until that CPU started a task or parked */
 	uint64_t cookie_fallbacks;/* nothing idle fit t's cookie and the target's core ran another
 	                           * one: t went to a fitting CPU of the LLC (else the target);
-	                           * also counted in hit_fallback */
+	                           * also counted in hit_fallback, or in hit_idle_cpu when
+	                           * that CPU was idle (and claimed) */
 	uint64_t reserved[7];
 } place_stats;
 

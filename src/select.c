@@ -422,16 +422,22 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 }
 
 /* Nothing idle fits: stack on the target, unless (COOKIES) its core runs
- * another cookie; then on a fitting CPU of its LLC (cookie.c), counted. */
-static int stack_cpu(struct wake *w)
+ * another cookie; then on a fitting CPU of its LLC (cookie.c), counted. That
+ * CPU may be idle (the scan was bounded, or the core granule hid it): then
+ * it is taken, claimed, like any idle CPU. Sets w->cpu, returns the level. */
+static enum place_stat_id stack_cpu(struct wake *w)
 {
 	int cpu;
 
+	w->cpu = w->target;
 	if (place__cookie_fits_task(w->p, w->r, w->target))
-		return w->target;
+		return PLACE_STAT_hit_fallback;
 	cpu = place__cookie_fallback(w->p, w->t, w->target, &w->probes);
 	place__count(w->p, w->waker, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);
-	return cpu;
+	if (cpu != w->target && take(w, cpu))
+		return PLACE_STAT_hit_idle_cpu;
+	w->cpu = cpu;
+	return PLACE_STAT_hit_fallback;
 }
 
 /* The kernel's select_idle_sibling() order. Returns the level that found
@@ -557,7 +563,7 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 		return -ESRCH; /* no usable CPU (changed nothing, or raced an unregister) */
 	level = select_idle_sibling(&w);
 	if (level == PLACE_STAT_hit_fallback)
-		w.cpu = stack_cpu(&w); /* nothing idle: stack on the target */
+		level = stack_cpu(&w); /* nothing idle: stack on the target */
 	return wake_commit(&w, level);
 }
 

@@ -286,6 +286,37 @@ START_TEST(t_fallback_compatible)
 END_TEST
 
 /*
+ * The fitting fallback may be an idle CPU that the scan did not reach (here
+ * the SIS_UTIL bound says "overloaded"): it is claimed like any idle CPU.
+ * Core 0 runs 5 on CPU 0, core 1 runs 8 on CPU 2, cores 2-3 run 5; a
+ * cookie-8 task from prev 1 gets CPU 3, claimed.
+ */
+START_TEST(t_fallback_idle_is_claimed)
+{
+	struct env e;
+	place_stats st;
+	place_task *t;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	for (int k = 0; k < 8; k++)
+		if (k != 1 && k != 3)
+			env_run(&e, k, task_c(&e, 40 + k, k == 2 ? 8 : 5, -1));
+	env_llc(&e, 0)->nr_idle_scan = 0;
+	env_llc(&e, 0)->has_idle_cores = 0;
+	t = task_c(&e, 1, 8, 1);
+	ck_assert_int_eq(env_wake(&e, t, PLACE_CPU_NONE, 0), 3);
+	ck_assert_int_eq(place_task_claimed(e.p, t), 3);
+	st = env_stats(&e);
+	ck_assert_uint_eq(st.cookie_fallbacks, 1);
+	ck_assert_uint_eq(st.hit_idle_cpu, 1);
+	ck_assert_uint_eq(st.hit_fallback, 0);
+	env_run(&e, 3, t);
+	ASSERT_OCC(&e, 3, 8, 2);
+	env_close(&e);
+}
+END_TEST
+
+/*
  * A cookie changed while its task runs takes effect at its next run_begin:
  * the run keeps the cookie it started with (a sibling of the old cookie is
  * admitted, of the new one refused), and run_end gives back exactly that.
@@ -398,6 +429,7 @@ static Suite *cookie_suite(void)
 	tcase_add_test(tc, t_cookies_exact);
 	tcase_add_loop_test(tc, t_wakeups_avoid_incompatible_cores, 0, 3);
 	tcase_add_loop_test(tc, t_fallback_compatible, 0, 3);
+	tcase_add_test(tc, t_fallback_idle_is_claimed);
 	tcase_add_loop_test(tc, t_cookie_change_while_running, 0, 2);
 	tcase_add_loop_test(tc, t_feature_off, 0, 2);
 	tcase_add_test(tc, t_park_and_unregister);
