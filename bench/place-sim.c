@@ -61,7 +61,7 @@ static void usage(FILE *f)
 	      "                       (hackbench/mix: groups, schbench: workers, pingpong: pairs, stream: threads)\n"
 	      "  --format F           table | brief (fewer columns) | summary (no rows) | tsv | json\n"
 	      "  --seed N             PRNG seed (default 1); same seed, same output\n"
-	      "  --runs N             run seeds N..N+runs-1, report the run with the median time (default 1)\n"
+	      "  --runs N             run seeds S..S+N-1 (S from --seed), report the median-time run (1)\n"
 	      "  --no-host-time       omit host ns per decision (byte-identical output across runs)\n"
 	      "  --summary            after the table, two lines per load: who wins, by how much\n"
 	      "  --quiet              no progress on stderr\n"
@@ -72,10 +72,12 @@ static void usage(FILE *f)
 	      "  --steal              idle workers steal nearest-first before parking\n"
 	      "  --max-time-ns N      stop a run at this virtual time\n"
 	      "workloads:\n"
-	      "  hackbench: --groups N --senders N --receivers N --loops N --pipe N --send-ns N --recv-ns N\n"
-	      "  schbench:  --msg-threads N --workers N --rounds N --work-ns N --msg-ns N\n"
-	      "  pingpong:  --pairs N --hops N --run-ns N\n"
-	      "  stream:    --threads N (0 = one per core) --iters N --burst-ns N\n",
+	      "  hackbench: --groups N (4) --senders N (20) --receivers N (20) --loops N (10) --pipe N (16)\n"
+	      "             --send-ns N (1500) --recv-ns N (1500)\n"
+	      "  schbench:  --msg-threads N (2) --workers N (16) --rounds N (100) --work-ns N (20000)\n"
+	      "             --msg-ns N (2000)\n"
+	      "  pingpong:  --pairs N (16) --hops N (2000) --run-ns N (2000)\n"
+	      "  stream:    --threads N (0 = one per core) --iters N (40) --burst-ns N (200000)\n",
 	      f);
 }
 
