@@ -25,6 +25,8 @@
  *   returned; a task is in at most one place (a CAS on its oracle state at
  *   every step); at the end every queue is empty and, per task, wakeups =
  *   runs that followed a wakeup + releases;
+ * - a NOCLAIM answer obeys the same rules and leaves the task record as it
+ *   was, byte for byte;
  * - nothing stays behind: after the drain every CPU is available again (a
  *   claiming wakeup of a task allowed only there claims it), and the
  *   statistics agree with the oracle's counts. Leaks: the valgrind stage.
@@ -353,6 +355,8 @@ static void wake(int i, int waker, uint64_t *seed, bool may_release)
 	if (chance(seed, 16))
 		flags |= PLACE_WAKE_NEW;
 	if (chance(seed, 8)) { /* an answer first: must change nothing we can see */
+		place_task copy = t->pt;
+
 		snapshot_seq(before);
 		call_in();
 		cpu = place_wakeup(g.p, &t->pt, waker, flags | PLACE_WAKE_NOCLAIM);
@@ -367,6 +371,8 @@ static void wake(int i, int waker, uint64_t *seed, bool may_release)
 			FAIL("NOCLAIM wakeup of task %d: %d", i, cpu);
 		if (claimed != PLACE_CPU_NONE)
 			FAIL("task %d holds a claim on %d after a NOCLAIM wakeup", i, claimed);
+		if (memcmp(&copy, &t->pt, sizeof(copy)) != 0)
+			FAIL("a NOCLAIM wakeup changed task %d's record", i);
 	}
 	/* A claim is held only from its wakeup to its run or release. */
 	if (t->claim >= 0)
