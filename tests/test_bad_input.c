@@ -246,6 +246,14 @@ START_TEST(t_bind_refused)
 		return;
 	}
 	err = place_worker_register(f.p, victim, PLACE_WORKER_BIND);
+	if (err == 0) { /* the CPU exists and the cgroup allows it: only taskset had narrowed us */
+		printf("t_bind_refused: SKIP, CPU %d accepted the thread\n", victim);
+		ck_assert_int_eq(sched_setaffinity(0, sizeof(mine), &mine), 0);
+		ck_assert_int_eq(place_worker_unregister(f.p, victim), 0);
+		ck_assert_int_eq(place_worker_register(f.p, 6, 0), 0);
+		close_fx(&f);
+		return;
+	}
 	ck_assert_msg(err == -EINVAL, "BIND onto CPU %d: %d (%s)", victim, err, place_strerror(err));
 	ck_assert_str_ne(place_last_error(), "");
 	ck_assert_int_eq(place_worker_unregister(f.p, victim), -ENOENT); /* not registered */
