@@ -79,6 +79,7 @@ for t in $TARGETS; do
 	[ "$execs" -gt 0 ] || execs=$(grep -o '^#[0-9]*' "$OUT/$t.log" | tail -n 1 | tr -d '#')
 	cov=$(grep -o 'cov: [0-9]*' "$OUT/$t.log" | tail -n 1)
 	echo "fuzz: $t: $execs executions, $cov, corpus $(ls "$OUT/corpus-$t" | wc -l) inputs, exit $rc"
+	grep "^$t: [0-9]" "$OUT/$t.log" | tail -n 1 | sed 's/^/fuzz: /' || true
 	if [ "$rc" -ne 0 ]; then
 		grep -B2 -A40 -m1 'ERROR: \|runtime error\|check failed\|==ERROR\|deadly signal\|timeout' \
 			"$OUT/$t.log" | head -n 80

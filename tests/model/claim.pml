@@ -60,8 +60,8 @@
  *   - registration is fixed (REGISTERED always set), no unregister, no
  *     place_set_topology();
  *   - PLACE_WAKE_NOCLAIM, PREEMPT (run_end requeue), re-waking a task that
- *     still holds a slot (drop_stale_delivery) and cookies (not in the engine
- *     yet) are not modelled;
+ *     still holds a slot (drop_stale_delivery) and cookies (cookie.pml) are
+ *     not modelled;
  *   - memory order: spin interleaves steps of a sequentially consistent
  *     machine. The C code's RMWs are sequentially consistent and followed by
  *     place_fence_rmw_load() where a later load must not pass them (atomic.h),
@@ -181,7 +181,7 @@ proctype waker(byte t)
 {
 	int s, want, before, after;
 	byte g;
-	bit claimed = 0;
+	bit claimed = 0, was_set;
 
 	/* A scan that meets X's bit while X is not available repairs it
 	 * (select.c scan_core()/scan_smt() -> repair()): clear the bit (an
@@ -192,10 +192,16 @@ proctype waker(byte t)
 		s = st;
 		if
 		:: !avail(s) ->
-			mask = 0;
-			s = st;
+			/* place_mask_clear(): atomic test-and-clear; only
+			 * the scan that cleared the bit looks again */
+			atomic { was_set = mask; mask = 0 };
 			if
-			:: avail(s) -> mask = 1
+			:: was_set ->
+				s = st;
+				if
+				:: avail(s) -> mask = 1
+				:: else -> skip
+				fi
 			:: else -> skip
 			fi
 		:: else -> skip
