@@ -202,7 +202,17 @@ enum place_policy {
  * measured -20% to +90% depending on the workload). Turn it off when all
  * tasks trust each other. */
 #define PLACE_FEAT_COOKIES      (1u << 5)
-#define PLACE_FEAT_ALL          (0x3fu)
+/* NUMA groups (seed 003): a cross-node wakeup of a task with a group
+ * (place_task_init, place_task_set_group) prefers the node where its group
+ * runs most, unless that node is busier; a cool-down and a cap on
+ * concurrent moves towards one node stop ping-pong and herds (see
+ * place_wakeup). On by default: tasks without a group, and machines with
+ * one node, pay one branch. A grouped task pays one atomic add on a line of
+ * its CPU's node in each run_begin and run_end (shared only by that node's
+ * CPUs), and its cross-node wakeups read both nodes' per-CPU lines; a NUMA
+ * move adds one compare-and-swap. */
+#define PLACE_FEAT_NUMA         (1u << 6)
+#define PLACE_FEAT_ALL          (0x7fu)
 #define PLACE_FEAT_DEFAULT      PLACE_FEAT_ALL
 
 /* Time in nanoseconds from an arbitrary origin, non-decreasing. */
@@ -216,17 +226,25 @@ typedef struct place_config {
 	void *clock_arg;
 	uint64_t short_task_ns;   /* a task whose average run is below this is short */
 	uint64_t util_period_ns;  /* SIS_UTIL: recompute the scan bound at most this often */
-	uint64_t reserved[8];     /* must be zero */
+	uint32_t max_groups;      /* NUMA: groups are 1..max_groups (0 = the default) */
+	uint32_t numa_move_cap;   /* NUMA: at most this many tasks moved towards one node
+	                           * and not started yet (0 = the default) */
+	uint64_t numa_cooldown_ns;/* NUMA: no cross-node move of a task this soon after
+	                           * its last NUMA move (0 = no cool-down) */
+	uint64_t reserved[6];     /* must be zero */
 } place_config;
 
 /* Defaults: SIS_CORE, all features, CLOCK_MONOTONIC, short_task_ns 500000
- * (the kernel's migration cost), util_period_ns 4000000. */
+ * (the kernel's migration cost), util_period_ns 4000000, max_groups 64,
+ * numa_move_cap 4, numa_cooldown_ns 10000000. The NUMA arrays take
+ * nodes * max_groups * 8 bytes (only with PLACE_FEAT_NUMA and more than
+ * one node). */
 PLACE_EXTERN void place_config_init(place_config *cfg);
 
 /* Create an instance over a copy of topo. cfg NULL means defaults. No CPU has
  * a worker yet: see place_worker_register().
  * -EINVAL on NULL out/topo, wrong cfg->size, unknown policy or feature bits,
- * non-zero reserved fields; -ENOMEM. Any thread. */
+ * max_groups above 65536, non-zero reserved fields; -ENOMEM. Any thread. */
 PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_config *cfg);
 
 /* Destroy an instance. NULL accepted. No other call on p may be in flight. */
@@ -293,6 +311,17 @@ PLACE_EXTERN int place_task_set_cpus(place_task *t, const cpu_set_t *set, size_t
  * -EINVAL when t is NULL or not initialised. */
 PLACE_EXTERN int place_task_set_cookie(place_task *t, uint64_t cookie);
 
+/* Set t's NUMA group: 0 = none, else 1..max_groups of the instances it is
+ * used with (checked there: place_wakeup and place_run_begin refuse a
+ * larger group with -ENOSPC while PLACE_FEAT_NUMA is on). Tasks of one
+ * group (an address space, a tenant) are drawn to the NUMA node where the
+ * group runs most (see place_wakeup). Safe while t runs or is queued, from
+ * any thread, even during a call on t: a run in progress keeps counting for
+ * the group it started with until its place_run_end; the next run_begin and
+ * wakeups use the new group (a call racing them, the old or the new one).
+ * -EINVAL when t is NULL or not initialised. */
+PLACE_EXTERN int place_task_set_group(place_task *t, uint32_t group);
+
 /* sizeof(place_task), for FFI binders. */
 PLACE_EXTERN size_t place_task_size(void);
 
@@ -323,6 +352,21 @@ PLACE_EXTERN size_t place_task_size(void);
  * target when none does; claimed as above when it is idle), counted in
  * cookie_fallbacks.
  *
+ * NUMA groups (PLACE_FEAT_NUMA). When t has a group and its prev and the
+ * waker sit on different nodes, the group decides between them (wake_affine
+ * only when the group runs equally on both): t stays on prev's node when
+ * the group runs more there; it moves to the waker's node (the target is
+ * then the waker) when the group runs more there, its share of the tasks on
+ * that node is at least its share on prev's node (the seed's rule
+ * dst_running * src_nr >= src_running * dst_nr, tasks running and queued),
+ * and that node keeps a CPU free for t or is less loaded per CPU than
+ * prev's; otherwise it stays (numa_kept). A task never crosses nodes within
+ * numa_cooldown_ns after its last NUMA move (numa_cooldown_skips when one
+ * was wanted), and at most numa_move_cap moved tasks that have not started
+ * yet head for one node (numa_cap_skips). Counted in numa_moves. The counts
+ * read are hints; PLACE_WAKE_NOCLAIM answers with the same rule and
+ * changes and counts nothing of it.
+ *
  * Claims. Unless PLACE_WAKE_NOCLAIM (or the CLAIM feature is off), an idle
  * CPU returned is claimed for t with one compare-and-swap: no concurrent
  * wakeup gets it, and it is not idle for anyone, until t starts running
@@ -341,7 +385,7 @@ PLACE_EXTERN size_t place_task_size(void);
  *
  * -EINVAL p or t NULL, t not initialised, unknown flags, t->cpus set with a
  * zero size; -ENODEV waker_cpu not a usable CPU; -ESRCH no registered worker
- * is allowed for t. Any thread, concurrently with every call except the
+ * is allowed for t; -ENOSPC (NUMA) t's group is above max_groups. Any thread, concurrently with every call except the
  * ones on the same task. Lock-free, allocation-free. */
 PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags);
 
@@ -358,7 +402,10 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu);
  * and that CPU is idle, it is idle for new wakeups again. -EINVAL p NULL or
  * t NULL or not initialised, -ENODEV cpu not usable, -ENOENT no worker
  * there, -EBUSY the worker already runs a task, or (COOKIES) an SMT sibling
- * of cpu runs a task with another cookie. Only that worker.
+ * of cpu runs a task with another cookie, -ENOSPC (NUMA) t's group is above
+ * max_groups; nothing changes on a failure. Only that worker.
+ * NUMA groups: t's group (the value now) counts one more task running on
+ * cpu's node until t's place_run_end (any how) or the worker's unregister.
  *
  * Core scheduling. With PLACE_FEAT_COOKIES this is the enforcement point:
  * one compare-and-swap on the core's occupancy {cookie, running count}
@@ -446,7 +493,12 @@ typedef struct place_stats {
 	                           * one: t went to a fitting CPU of the LLC (else the target);
 	                           * also counted in hit_fallback, or in hit_idle_cpu when
 	                           * that CPU was idle (and claimed) */
-	uint64_t reserved[7];
+	uint64_t numa_moves;      /* cross-node wakeups moved to the group's node */
+	uint64_t numa_kept;       /* the group ran more on the waker's node, but the rule or
+	                           * its load kept t on prev's node */
+	uint64_t numa_cooldown_skips; /* a cross-node move wanted within the cool-down */
+	uint64_t numa_cap_skips;  /* a NUMA move refused: the destination's cap was reached */
+	uint64_t reserved[3];
 } place_stats;
 
 /* Read the counters of LLC domain llc (its dense id), or of the whole instance

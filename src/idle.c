@@ -16,6 +16,7 @@
 #include "cookie.h"
 #include "idle.h"
 #include "internal.h"
+#include "numa.h"
 
 #define UTIL_ONE 1024      /* fixed point: 1024 = every registered CPU busy */
 #define SIS_UTIL_PCT 117   /* the kernel's imbalance_pct at the LLC: scanning stops near 85% */
@@ -234,10 +235,16 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	int d = between_tasks(p, task_edge(p, cpu, t, &r));
 	struct place_cpu *c;
 	uint64_t now, cookie;
+	uint32_t group;
 
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
+	/* NUMA: t's group (read once: set_group may race) must fit the
+	 * instance's arrays; checked first, so that a refusal changes nothing. */
+	group = place_load_32(&r->group);
+	if (place__numa_check(p, group))
+		return -ENOSPC;
 	/* COOKIES: the core admits t's cookie (read once: set_cookie may race)
 	 * before anything changes, so that a refusal changes nothing. */
 	cookie = place_load_64(&r->cookie);
@@ -247,6 +254,7 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	if (place__cookie_on(p, d))
 		place__cookie_forced_end(p, d, now);
 	start_delivery(p, d, r, now);
+	place__numa_begin(p, d, r, group); /* its node counts the group's task */
 	place_store_32(&c->running, 1);
 	c->curr = t;
 	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
@@ -278,6 +286,7 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 		return -EINVAL;
 	if (place__cookie_on(p, d))
 		place__cookie_leave(p, d, c->curr_cookie); /* t no longer runs on the core */
+	place__numa_end(p, d); /* nor on the node, for its group */
 	now = place__now(p);
 	r->run_accum_ns += now > c->stamp ? now - c->stamp : 0;
 	if (how == PLACE_RUN_PREEMPT) {

@@ -130,7 +130,8 @@ struct place_cpu_map {
 	int core_lo; /* first sibling's pos */
 	int smt;     /* number of siblings, itself included */
 	int core;    /* dense core id */
-	int pad[2];  /* 32 bytes: indexing is a shift */
+	int node;    /* dense NUMA node id */
+	int pad;     /* 32 bytes: indexing is a shift */
 };
 _Static_assert(sizeof(struct place_cpu_map) == 32, "place_cpu_map is 32 bytes");
 
@@ -176,7 +177,8 @@ struct place_llc {
 	X(wakeups) X(affine_wakeups) X(hit_target) X(hit_prev) X(hit_recent) X(hit_idle_core)      \
 	X(hit_idle_cpu) X(hit_sibling) X(hit_fallback) X(cpus_probed) X(false_positives)           \
 	X(lost_claims) X(hit_prev_smt) X(claims) X(claims_stolen) X(claims_released)               \
-	X(fail_prone_marks) X(idle_enters) X(cookie_refusals) X(forced_idle_ns) X(cookie_fallbacks)
+	X(fail_prone_marks) X(idle_enters) X(cookie_refusals) X(forced_idle_ns) X(cookie_fallbacks) \
+	X(numa_moves) X(numa_kept) X(numa_cooldown_skips) X(numa_cap_skips)
 
 enum place_stat_id {
 #define PLACE_STAT_ENUM(name) PLACE_STAT_##name,
@@ -196,6 +198,12 @@ struct place_stat_slot {
 	 * task or parked), 0 when none. Its worker only, plain accesses: the
 	 * pending part of forced_idle_ns, added at the period's end. */
 	uint64_t forced_since;
+	/* NUMA, per-CPU slots only: the group that the running task's
+	 * run_begin counted in this node's running counts (captured there, so
+	 * that place_task_set_group during the run cannot unbalance them), 0
+	 * when nothing was counted; run_end and unregister remove exactly that.
+	 * Its worker only, plain accesses (as forced_since). */
+	uint64_t curr_group;
 };
 
 /*
@@ -219,8 +227,12 @@ struct place_task_rec {
 	uint64_t run_accum_ns;   /* run since it last slept (preemptions add up) */
 	uint64_t cookie;         /* place_task_set_cookie stores, any thread; the
 	                          * task's run_begin and wakeups load; relaxed */
-	uint32_t group;
-	uint32_t reserved0;
+	uint32_t group;          /* NUMA group, 0 = none. place_task_set_group stores,
+	                          * any thread; t's run_begin and wakeups load; relaxed */
+	/* NUMA moves (numa.c), touched only by the call that has the task: */
+	uint32_t numa_pending;   /* dense node + 1 whose moving count holds t (moved
+	                          * there, not started yet), 0 = none */
+	uint64_t numa_moved_ns;  /* when its last NUMA move was decided, 0 = never */
 };
 _Static_assert(sizeof(struct place_task_rec) <= sizeof(((place_task *)0)->priv),
 	       "the task record fits in place_task.priv");
@@ -249,6 +261,16 @@ struct place {
 	struct place_stat_slot *slot; /* [nr_cpus] */
 	struct place_stat_slot *ext;  /* [nr_llcs] */
 	uint64_t *words;              /* backing store of every LLC mask */
+	/* NUMA groups (numa.h). Read-only after create except the counters. */
+	bool numa_count;              /* NUMA on and more than one node: keep counts */
+	uint32_t max_groups;          /* groups are 1..max_groups */
+	uint32_t numa_move_cap;       /* moves towards one node not yet started */
+	uint64_t numa_cooldown_ns;    /* no cross-node move this soon after a NUMA move */
+	size_t numa_stride;           /* words per node in numa_running (whole lines) */
+	uint64_t *numa_running;       /* [nr_nodes][numa_stride], see numa.h */
+	struct place_numa_node *numa_node; /* [nr_nodes] */
+	int *numa_node_start;         /* [nr_nodes + 1] CSR: the dense CPUs of each node */
+	int *numa_node_cpus;          /* [nr_cpus] */
 };
 
 static inline bool place__feat(const struct place *p, unsigned f)

@@ -14,6 +14,7 @@
 #include "cookie.h"
 #include "idle.h"
 #include "internal.h"
+#include "numa.h"
 
 #define PLACE_FEAT(name, why) | PLACE_FEAT_##name
 _Static_assert((0
@@ -23,6 +24,10 @@ _Static_assert((0
 
 #define DEFAULT_SHORT_TASK_NS UINT64_C(500000)   /* the kernel's sysctl_sched_migration_cost */
 #define DEFAULT_UTIL_PERIOD_NS UINT64_C(4000000) /* a few ms, as the kernel's periodic balance */
+#define DEFAULT_MAX_GROUPS 64u                   /* one 512-byte block per node */
+#define DEFAULT_NUMA_MOVE_CAP 4u                 /* a few moves in flight per node, not a herd */
+#define DEFAULT_NUMA_COOLDOWN_NS UINT64_C(10000000) /* 10 ms: a few of the kernel's balance periods */
+#define MAX_GROUPS_LIMIT 65536u
 
 static uint64_t clock_monotonic(void *arg)
 {
@@ -43,6 +48,9 @@ PLACE_EXTERN void place_config_init(place_config *cfg)
 	cfg->features = PLACE_FEAT_DEFAULT;
 	cfg->short_task_ns = DEFAULT_SHORT_TASK_NS;
 	cfg->util_period_ns = DEFAULT_UTIL_PERIOD_NS;
+	cfg->max_groups = DEFAULT_MAX_GROUPS;
+	cfg->numa_move_cap = DEFAULT_NUMA_MOVE_CAP;
+	cfg->numa_cooldown_ns = DEFAULT_NUMA_COOLDOWN_NS;
 }
 
 static int check_config(const place_config *cfg)
@@ -54,6 +62,8 @@ static int check_config(const place_config *cfg)
 		return place__fail(-EINVAL, "unknown policy %d", cfg->policy);
 	if (cfg->features & ~PLACE_FEAT_ALL)
 		return place__fail(-EINVAL, "unknown feature bits 0x%x", cfg->features & ~PLACE_FEAT_ALL);
+	if (cfg->max_groups > MAX_GROUPS_LIMIT)
+		return place__fail(-EINVAL, "max_groups %u is above %u", cfg->max_groups, MAX_GROUPS_LIMIT);
 	for (size_t i = 0; i < sizeof(cfg->reserved) / sizeof(cfg->reserved[0]); i++)
 		if (cfg->reserved[i])
 			return place__fail(-EINVAL, "place_config.reserved[%zu] is not zero", i);
@@ -85,6 +95,7 @@ static int build_map(struct place *p)
 		m->llc = t->cpu[cpu].llc;
 		m->pos = t->cpu[cpu].llc_pos;
 		m->core = core;
+		m->node = t->cpu[cpu].node;
 		m->smt = place__core_weight(t, core);
 		m->core_lo = m->pos;
 		for (int i = t->core_start[core]; i < t->core_start[core + 1]; i++)
@@ -187,6 +198,11 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 		goto fail;
 	if ((err = build_map(p)) || (err = build_llcs(p, place__now(p))))
 		goto fail;
+	err = place__numa_create(p, cfg->max_groups ? cfg->max_groups : DEFAULT_MAX_GROUPS,
+				 cfg->numa_move_cap ? cfg->numa_move_cap : DEFAULT_NUMA_MOVE_CAP,
+				 cfg->numa_cooldown_ns);
+	if (err)
+		goto fail;
 	*out = p;
 	return 0;
 fail:
@@ -198,6 +214,7 @@ PLACE_EXTERN void place_destroy(place *p)
 {
 	if (!p)
 		return;
+	place__numa_destroy(p);
 	free(p->words);
 	free(p->ext);
 	free(p->slot);
@@ -273,6 +290,8 @@ PLACE_EXTERN int place_worker_unregister(place *p, int cpu)
 		return d;
 	m = &p->map[d];
 	place__cookie_unregister(p, d); /* a task still running leaves its core */
+	if (place_load_32(&p->cpu[d].running))
+		place__numa_end(p, d); /* and its node's running count */
 	/* RMW: no claim succeeds after this (place__st_claim needs REGISTERED) */
 	place__st_change(&p->cpu[d].state, 0, PLACE_ST_REGISTERED | PLACE_ST_IDLE);
 	place_store_32(&p->cpu[d].running, 0);

@@ -22,3 +22,5 @@ PLACE_FEAT(WAKE_WIDE, "no wake-affine for wakers that flip between many wakees")
 PLACE_FEAT(SIS_UTIL, "bound the idle-CPU scan by the LLC's utilization")
 /* SMT isolation between cookies (seed 002); costs a 128-bit CAS per run edge and forced-idle CPUs. */
 PLACE_FEAT(COOKIES, "tasks of different cookies never run at once on one core's SMT siblings")
+/* Consolidates groups on nodes (seed 003); costs grouped tasks a node-local atomic add per run edge. */
+PLACE_FEAT(NUMA, "cross-node wakeups prefer the node where the task's group runs most")

@@ -18,6 +18,7 @@
 #include "cookie.h"
 #include "idle.h"
 #include "internal.h"
+#include "numa.h"
 
 #define PLACE_WAKE_FLAGS (PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW)
 #define FLIP_DECAY_NS UINT64_C(1000000000) /* wakee flips halve every second, as the kernel's HZ */
@@ -36,6 +37,7 @@ struct wake {
 	int target;   /* wake_affine's choice: the fallback */
 	int cpu;      /* the CPU found */
 	uint32_t gen; /* its claim */
+	uint32_t group; /* t's NUMA group, read once */
 	uint64_t probes, lost, false_pos;
 };
 
@@ -211,8 +213,9 @@ static int new_target(struct wake *w)
 
 static int wake_target(struct wake *w)
 {
-	bool affine = w->waker >= 0 && usable(w, w->waker);
+	bool waker_ok = w->waker >= 0 && usable(w, w->waker), affine = waker_ok;
 	struct place_task_rec *wr = affine ? waker_rec(w) : NULL;
+	int choice;
 
 	if (wr && place__feat(w->p, PLACE_FEAT_WAKE_WIDE) && !(w->flags & PLACE_WAKE_NOCLAIM)) {
 		record_wakee(w, wr);
@@ -220,11 +223,18 @@ static int wake_target(struct wake *w)
 	}
 	if (w->prev < 0)
 		return new_target(w);
-	if (affine && w->waker != w->prev && wake_affine(w) == w->waker) {
-		place__count(w->p, w->waker, 0, PLACE_STAT_affine_wakeups, 1);
-		return w->waker;
+	choice = affine && w->waker != w->prev && wake_affine(w) == w->waker ? w->waker : w->prev;
+	/* NUMA groups: across nodes, the group decides (numa.c) */
+	if (waker_ok && place__numa_cross(w->p, w->group, w->prev, w->waker)) {
+		int numa = place__numa_choose(w->p, w->r, w->group, w->prev, w->waker, choice,
+					      !(w->flags & PLACE_WAKE_NOCLAIM));
+
+		if (numa != choice)
+			return numa; /* a NUMA move, or kept on prev's node */
 	}
-	return w->prev;
+	if (choice == w->waker)
+		place__count(w->p, w->waker, 0, PLACE_STAT_affine_wakeups, 1);
+	return choice;
 }
 
 /* ---- the LLC scan ------------------------------------------------------ */
@@ -507,6 +517,11 @@ static int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, uns
 	w->waker = place__dense(p, waker_cpu);
 	if (waker_cpu != PLACE_CPU_NONE && w->waker < 0)
 		return -ENODEV;
+	/* NUMA: read once (place_task_set_group may race), refused before
+	 * anything changes */
+	w->group = place_load_32(&w->r->group);
+	if (place__numa_check(p, w->group))
+		return -ENOSPC;
 	w->p = p;
 	w->t = t;
 	w->flags = flags;
