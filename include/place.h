@@ -363,7 +363,9 @@ PLACE_EXTERN size_t place_task_size(void);
  * prev's; otherwise it stays (numa_kept). A task never crosses nodes within
  * numa_cooldown_ns after its last NUMA move (numa_cooldown_skips when one
  * was wanted), and at most numa_move_cap moved tasks that have not started
- * yet head for one node (numa_cap_skips). Counted in numa_moves. The counts
+ * yet head for one node (numa_cap_skips): a moved task holds its slot until
+ * its next place_run_begin, on any CPU (a task dropped before it runs again
+ * keeps it). Counted in numa_moves. The counts
  * read are hints; PLACE_WAKE_NOCLAIM answers with the same rule and
  * changes and counts nothing of it.
  *

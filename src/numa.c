@@ -153,8 +153,14 @@ int place__numa_choose(struct place *p, struct place_task_rec *r, uint32_t g, in
 		return choice; /* the group gives no preference */
 	if (rd < rs)
 		return prev; /* the group runs more on prev's node */
-	node_load(p, src, &nr_src, &cap_src);
+	/* dst first: when the group has nothing running on src (the rule
+	 * holds: rd * nr_src >= 0) and dst has room, src's load cannot change
+	 * the answer and its CPU lines are not read */
 	node_load(p, dst, &nr_dst, &cap_dst);
+	if (rs == 0 && nr_dst < cap_dst)
+		nr_src = cap_src = 0;
+	else
+		node_load(p, src, &nr_src, &cap_src);
 	skip = PLACE_STAT_numa_kept;
 	if (rd * nr_src >= rs * nr_dst && (nr_dst < cap_dst || nr_dst * cap_src < nr_src * cap_dst)) {
 		if (!commit)
