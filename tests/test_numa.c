@@ -542,8 +542,9 @@ END_TEST
  * loops: wake one of its tasks from one of its CPUs, start it on a free
  * CPU of its own (often a steal of the claim), end it (sleep, exit or
  * preempt, then resume), change groups while running. Then every thread
- * stops: the counts must equal what the threads know runs where; once all
- * tasks end, every count is zero.
+ * stops: the counts must equal what the threads know runs where, no node
+ * has more moves in flight than the cap (1, so that wakers race for it);
+ * once all tasks end, every count is zero.
  */
 #define NR_THREADS 4
 #define TASKS_PER_THREAD 12
@@ -632,7 +633,7 @@ START_TEST(t_threads_no_leak)
 	uint64_t want[8][9];
 	long moves;
 
-	numa_open(&e, topos[_i], PLACE_FEAT_DEFAULT, 8, 0, 200000);
+	numa_open(&e, topos[_i], PLACE_FEAT_DEFAULT, 8, 1, 200000); /* cap 1: the CAS is contended */
 	atomic_store(&mt_now, e.now);
 	e.p->clock = mt_clock; /* before any thread: the instance's clock is read-only after */
 	memset(m, 0, sizeof(m));
@@ -658,6 +659,9 @@ START_TEST(t_threads_no_leak)
 		for (uint32_t g = 1; g <= 8; g++)
 			ck_assert_msg(running(&e, n, g) == want[n][g], "node %d group %u: %llu, expected %llu", n,
 				      g, (unsigned long long)running(&e, n, g), (unsigned long long)want[n][g]);
+	for (int n = 0; n < nodes_of[_i]; n++)
+		ck_assert_msg(moving(&e, n) <= 1, "node %d: %llu moves in flight, cap 1", n,
+			      (unsigned long long)moving(&e, n));
 	/* end everything; tasks woken but never started start and end once */
 	for (int k = 0; k < NR_THREADS; k++)
 		for (int c = 0; c < e.nr_cpus; c++)
