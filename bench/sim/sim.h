@@ -153,7 +153,7 @@ struct sim_policy_spec {
 
 /* Parse "all" or a comma list of NAME[-feat|+feat...] with NAME one of
  * sis_core, linear, exact, lifo, random and feat one of claim, scan_sibling,
- * short_affine, wake_wide, sis_util. Returns the count (<= max) or -EINVAL
+ * short_affine, wake_wide, sis_util, cookies, numa. Returns the count (<= max) or -EINVAL
  * with a message on stderr. */
 int sim_policy_parse(const char *list, struct sim_policy_spec *out, int max);
 
