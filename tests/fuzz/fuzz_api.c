@@ -7,7 +7,9 @@
  * argument bytes (reading past the end gives zeros). The operations are every
  * engine call: register, unregister, wakeup, idle_enter, run_begin, run_end,
  * claim_release, stats_read, task_set_cpus, task_set_cookie (cookies 0, 1,
- * 2), plus a clock step and calls with a NULL instance. Arguments cover invalid values too: CPUs below 0, past
+ * 2), task_set_group (groups 0, 1, 2 and one above max_groups; byte 0 from
+ * 0xf0 up picks a topology of two NUMA nodes), plus a clock step and calls
+ * with a NULL instance. Arguments cover invalid values too: CPUs below 0, past
  * cpu_limit, INT_MIN/INT_MAX, NULL and never-initialised task records,
  * unknown flags, unknown run_end modes, empty and short cpu sets.
  *
@@ -83,29 +85,17 @@ static const char *op_name = "create";
  *       (by the task itself) and not re-claimed.
  */
 /*
- * Known open finding F5 (RELIABILITY.md; input tests/fuzz/findings/F5-*):
- * with COOKIES, when the target's core runs another cookie and the scan found
- * nothing, place__cookie_fallback() (src/cookie.c) picks the least loaded
- * fitting CPU, which may be an available idle CPU, and the wakeup returns it
- * without claiming it (select.c, its caller), against place.h's "an idle CPU
- * returned is claimed". Counted and tolerated; PLACE_FUZZ_STRICT=1 fails.
+ * F5 (RELIABILITY.md), fixed by 9c6600d; input in tests/fuzz/corpus/api/ as
+ * a regression test: with COOKIES, the fallback for a task whose target core
+ * runs another cookie could return an available idle CPU without claiming it.
  */
-static unsigned long known_f5;
-static int strict;
-
-static bool known(unsigned long *count)
-{
-	(*count)++;
-	return !strict;
-}
-
 /* Printed at exit: how much of the work ran under the full oracle. */
 static unsigned long n_inputs, n_calls, n_checked;
 
 static void report(void)
 {
-	fprintf(stderr, "fuzz_api: %lu inputs, %lu calls, %lu of them checked with the state agreement; "
-		"known finding F5 seen %lu times\n", n_inputs, n_calls, n_checked, known_f5);
+	fprintf(stderr, "fuzz_api: %lu inputs, %lu calls, %lu of them checked with the state agreement\n",
+		n_inputs, n_calls, n_checked);
 }
 
 static int trace; /* PLACE_FUZZ_TRACE=1: print each call and the state words (replaying one input) */
@@ -119,6 +109,9 @@ static const char *const sources[] = {
 };
 #define NR_TOPOS (sizeof(sources) / sizeof(sources[0]))
 static place_topo *topos[NR_TOPOS];
+/* Byte 0 from 0xf0 up: two NUMA nodes of 2 SMT2 cores (NUMA groups matter). */
+#define NUMA_SOURCE "synthetic:pack:2 [numa] l3:1 core:2 pu:2"
+static place_topo *numa_topo;
 
 #define NT 6            /* valid task records */
 #define NR_TASK_ARGS 8  /* + NULL + a record never initialised */
@@ -300,6 +293,12 @@ static bool any_allowed(const struct run *r, const place_task *t)
 	return false;
 }
 
+/* NUMA: is t's group refused (-ENOSPC) by this instance? */
+static bool group_refused(const struct run *r, place_task *t)
+{
+	return (r->p->feat & PLACE_FEAT_NUMA) && place__rec(t)->group > r->p->max_groups;
+}
+
 /* COOKIES: does a sibling of dense d run a task of another cookie? */
 static bool sibling_conflict(const struct run *r, int d, uint64_t cookie)
 {
@@ -355,6 +354,8 @@ static void op_wakeup(struct run *r)
 		expect = -EINVAL;
 	else if (waker != PLACE_CPU_NONE && dense(r, waker) < 0)
 		expect = -ENODEV;
+	else if (group_refused(r, t))
+		expect = -ENOSPC;
 	else if (!any_allowed(r, t))
 		expect = -ESRCH;
 	if (task_valid(ti) && r->ts[ti] == T_RUNNING && !(flags & PLACE_WAKE_NOCLAIM) && !expect)
@@ -411,9 +412,8 @@ static void op_wakeup(struct run *r)
 			 * unless its core runs another cookie (COOKIES: an idle
 			 * CPU t cannot start on now is not claimed; t queues). */
 			CHECK(!rec->claim_gen || was_avail);
-			if (was_avail && !rec->claim_gen && !sibling_conflict(r, d, rec->cookie) &&
-			    !((r->p->feat & PLACE_FEAT_COOKIES) && known(&known_f5)))
-				CHECK(!"an available CPU returned unclaimed");
+			if (was_avail && !rec->claim_gen)
+				CHECK(sibling_conflict(r, d, rec->cookie)); /* F5 */
 			if (rec->claim_gen) {
 				CHECK(after.state[d] & PLACE_ST_CLAIMED);
 				CHECK(place__st_gen(after.state[d]) == rec->claim_gen);
@@ -440,6 +440,8 @@ static void op_run_begin(struct run *r)
 		expect = -EINVAL;
 	else if (r->p->cpu[d].running)
 		expect = -EBUSY;
+	else if (group_refused(r, t))
+		expect = -ENOSPC;
 	else if (sibling_conflict(r, d, place__rec(t)->cookie))
 		expect = -EBUSY; /* core scheduling: refused, nothing changes */
 	if (!expect && r->ts[ti] == T_RUNNING)
@@ -634,6 +636,24 @@ static void op_set_cookie(struct run *r)
 		CHECK(place__rec(t)->cookie == cookie);
 }
 
+/* NUMA groups: 0 (none), 1, 2, or 65, above the default max_groups (64). */
+static void op_set_group(struct run *r)
+{
+	static const uint32_t groups[] = { 0, 1, 2, 65 };
+	int ti = arg_task(r), ret;
+	uint32_t group = groups[next(r) % 4];
+	place_task *t = task_ptr(r, ti);
+	struct snap before, after;
+
+	take_snap(r, &before);
+	ret = place_task_set_group(t, group);
+	take_snap(r, &after);
+	CHECK(ret == (task_valid(ti) ? 0 : -EINVAL));
+	CHECK(same_states(r, &before, &after));
+	if (ret == 0)
+		CHECK(place__rec(t)->group == group);
+}
+
 /* Every call with a NULL instance is -EINVAL (or a no-op). */
 static void op_null(struct run *r)
 {
@@ -687,12 +707,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	trace = getenv("PLACE_FUZZ_TRACE") && *getenv("PLACE_FUZZ_TRACE") == '1';
 	atexit(report);
-	strict = getenv("PLACE_FUZZ_STRICT") && *getenv("PLACE_FUZZ_STRICT") == '1';
 	for (size_t i = 0; i < NR_TOPOS; i++)
 		if (place_topo_load(&topos[i], sources[i]) != 0) {
 			fprintf(stderr, "fuzz_api: cannot load %s: %s\n", sources[i], place_last_error());
 			abort();
 		}
+	if (place_topo_load(&numa_topo, NUMA_SOURCE) != 0) {
+		fprintf(stderr, "fuzz_api: cannot load %s: %s\n", NUMA_SOURCE, place_last_error());
+		abort();
+	}
 	return 0;
 }
 
@@ -705,7 +728,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.data = data;
 	r.size = size;
 	r.contract = true;
-	r.topo = topos[next(&r) % NR_TOPOS];
+	{
+		uint8_t b = next(&r);
+
+		r.topo = b >= 0xf0 ? numa_topo : topos[b % NR_TOPOS];
+	}
 	place_config_init(&cfg);
 	cfg.policy = next(&r) % 3;
 	cfg.features = next(&r) & PLACE_FEAT_ALL;
@@ -746,6 +773,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			} else if (op & 0x40) {
 				op_name = "task_set_cookie";
 				op_set_cookie(&r);
+			} else if (op & 0x20) {
+				op_name = "task_set_group";
+				op_set_group(&r);
 			} else {
 				op_name = "clock";
 				r.now += (uint64_t)next(&r) * 100000;
