@@ -666,6 +666,28 @@ static int build_topo(place_topo **out, const struct src *s, const struct pu_rec
 	return 0;
 }
 
+/* hwloc accepts an export in which two PUs carry one OS index (a mangled
+ * os_index attribute reads as 0): the OS number would then name two CPUs.
+ * Refuse it (fuzz finding F1). */
+static int check_unique_os(const struct src *s, const struct pu_rec *recs, int n)
+{
+	int limit = 0, err = 0;
+	unsigned char *seen;
+
+	for (int i = 0; i < n; i++)
+		if (recs[i].os >= limit)
+			limit = recs[i].os + 1;
+	seen = calloc((size_t)limit, 1);
+	if (!seen)
+		return place__fail(-ENOMEM, "%s: out of memory", s->name);
+	for (int i = 0; i < n && err == 0; i++)
+		if (seen[recs[i].os]++)
+			err = place__fail(-EINVAL, "%s: two PUs have OS index %d (a corrupt export)",
+					  s->name, recs[i].os);
+	free(seen);
+	return err;
+}
+
 PLACE_EXTERN int place_topo_load(place_topo **out, const char *source)
 {
 	struct src s = { SRC_LIVE, "live", NULL };
@@ -682,6 +704,8 @@ PLACE_EXTERN int place_topo_load(place_topo **out, const char *source)
 	if (err == 0 && n == 0)
 		err = place__fail(-ENODEV, "%s: no usable CPU (allowed cpuset%s is empty)", s.name,
 				  s.kind == SRC_LIVE ? " and affinity mask intersection" : "");
+	if (err == 0)
+		err = check_unique_os(&s, recs, n);
 	if (err == 0)
 		err = build_topo(out, &s, recs, n);
 	free(recs);

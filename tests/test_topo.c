@@ -467,6 +467,8 @@ START_TEST(t_err_xml)
 	expect_fixture_fail("fixtures/notopo.xml", -EINVAL, "not a valid hwloc XML export");
 	expect_fixture_fail("fixtures/v3.xml", -EINVAL, "cannot import XML version 3.0 > 2");
 	expect_fixture_fail("fixtures/noallowed.xml", -ENODEV, "no usable CPU");
+	/* fuzz finding F1: a mangled os_index reads as 0, two PUs share it */
+	expect_fixture_fail("fixtures/dup-os-index.xml", -EINVAL, "two PUs have OS index 0");
 }
 END_TEST
 

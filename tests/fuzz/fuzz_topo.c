@@ -264,29 +264,13 @@ static void check_engine(const place_topo *t)
 	place_destroy(p);
 }
 
-/*
- * Known open finding F1 (RELIABILITY.md): an export whose PUs share an
- * os_index (hwloc reads os_index="[72" as 0) loads "successfully" with a
- * repeated OS number in os_of[] and one dense CPU that dense_of[] never
- * reaches (src/topo.c read_pus / number_cpus / fill_cpus). Input:
- * tests/fuzz/findings/F1-duplicate-os-index.xml. Until topo.c refuses such
- * exports, the harness counts them and skips the checks that they fail;
- * PLACE_FUZZ_STRICT=1 makes them crash as any other finding.
- */
-static unsigned long dup_os_topos;
-
-static int known_dup_os(const struct place_topo *t)
+/* Finding F1 (fixed): an export whose PUs shared an os_index (hwloc reads
+ * os_index="[72" as 0) loaded with a repeated OS number in os_of[]; topo.c
+ * now refuses it (regression: tests/fixtures/dup-os-index.xml). */
+static void check_unique_os(const struct place_topo *t)
 {
-	static int strict = -1;
-
-	if (strict < 0)
-		strict = getenv("PLACE_FUZZ_STRICT") && *getenv("PLACE_FUZZ_STRICT") == '1';
 	for (int i = 1; i < t->nr_cpus; i++)
-		if (t->os_of[i] <= t->os_of[i - 1]) {
-			dup_os_topos++;
-			return !strict;
-		}
-	return 0;
+		CHECK(t->os_of[i] > t->os_of[i - 1]);
 }
 
 static void try_load(const char *source)
@@ -305,11 +289,7 @@ static void try_load(const char *source)
 	}
 	CHECK(t != NULL);
 	CHECK(place_last_error()[0] == '\0');
-	if (known_dup_os(t)) {
-		place_topo_free(t);
-		cur_source = NULL;
-		return;
-	}
+	check_unique_os(t);
 	check_arrays(t);
 	check_accessors(t, source);
 	check_dup(t);
@@ -427,9 +407,8 @@ static int hwloc_synthetic_clean(const char *str)
 static void report(void)
 {
 	fprintf(stderr, "fuzz_topo: %lu inputs; skipped as hwloc's own bugs: %lu crashing plain hwloc, "
-		"%lu leaking in plain hwloc (%lu of them synthetic strings); "
-		"%lu topologies with a repeated OS CPU number (known finding F1)\n",
-		xml_inputs, hwloc_crashes, hwloc_leaks, hwloc_synthetic_leaks, dup_os_topos);
+		"%lu leaking in plain hwloc (%lu of them synthetic strings)\n",
+		xml_inputs, hwloc_crashes, hwloc_leaks, hwloc_synthetic_leaks);
 }
 
 static int memfd = -1;
