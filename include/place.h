@@ -379,7 +379,12 @@ PLACE_EXTERN size_t place_task_size(void);
  * PLACE_WAKE_NOCLAIM answers only: no claim, nothing counted, t's record
  * and the waker's untouched (stale idle-mask bits may still be repaired).
  * Waking a task that still holds a claim or queue slot from an earlier
- * wakeup it never ran after gives that up first.
+ * wakeup it never ran after gives that up first. A task that is running
+ * (between place_run_begin and place_run_end) must not be woken: a runtime
+ * that sees a wakeup for a running task marks it and, when it stops, either
+ * ends it with PLACE_RUN_PREEMPT (it stays runnable on its CPU) or with
+ * PLACE_RUN_SLEEP and then wakes it (fuzz finding F4: a wakeup followed by
+ * PREEMPT leaves the wakeup's claim held until place_claim_release).
  *
  * waker_cpu is the CPU of the waking worker, and then the caller must be
  * that worker's thread (libplace updates the waker's running task's wakee
