@@ -241,21 +241,25 @@ static int wake_target(struct wake *w)
 
 /*
  * False-positive repair (seed 001 patch 4): cpu's bit is set but nothing in
- * its core is available. Clear it, then look at the core again: a sibling
- * may have entered idle between our probes and the clear and, seeing this
- * bit still set, not set its own. idle_enter sets IDLE then reads the mask;
- * we clear the bit then read the states (both sequentially consistent): one
- * of the two sees the other, so an idle core never drops out of the mask.
+ * its core is available. Clear the bits of the whole core (a sibling's bit is
+ * just as false), then look at the core again: a sibling may have entered
+ * idle between our probes and the clear and, seeing a bit still set, not set
+ * its own. idle_enter sets IDLE then reads the mask; we clear the bits then
+ * read the states (both sequentially consistent): one of the two sees the
+ * other, so an idle core never drops out of the mask.
  */
 static void repair(struct wake *w, int cpu)
 {
 	const struct place_cpu_map *m = map_of(w, cpu);
 	struct place_llc *llc = &w->p->llc[m->llc];
+	uint64_t cleared = 0;
 
-	if (!place_mask_clear(llc->icpus, m->pos))
+	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++)
+		cleared += place_mask_clear(llc->icpus, pos);
+	if (!cleared)
 		return;
-	w->false_pos++;
-	place_fence_rmw_load(); /* the clear before the state loads; pairs with idle_enter */
+	w->false_pos += cleared;
+	place_fence_rmw_load(); /* the clears before the state loads; pairs with idle_enter */
 	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
 		int sib = place__llc_cpu(w->p, m->llc, pos);
 
@@ -393,7 +397,7 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 	const struct place_cpu_map *tm = map_of(w, w->target);
 	struct place_llc *llc = &w->p->llc[tm->llc];
 	bool sis_core = w->p->policy == PLACE_POLICY_SIS_CORE, scan_sibling = false;
-	int nr = INT_MAX, fallback = -1, pos;
+	int nr = INT_MAX, fallback = -1, pos, last_core = -1;
 	struct place_mask_iter it;
 
 	if (w->p->policy == PLACE_POLICY_EXACT)
@@ -414,6 +418,9 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 
 		if (!place__allowed(w->p, w->t, cpu) || (core && !sis_core && pos != map_of(w, cpu)->core_lo))
 			continue; /* LINEAR visits each core once in core mode */
+		if (core && sis_core && map_of(w, cpu)->core_lo == last_core)
+			continue; /* a sibling's bit: scan_core() just examined (and repaired) its core */
+		last_core = map_of(w, cpu)->core_lo;
 		if (!--nr)
 			break;
 		if (core ? scan_core(w, cpu, &fallback) : scan_sibling ? scan_smt(w, cpu) : take(w, cpu))
