@@ -37,30 +37,39 @@ static inline uint64_t env_clock(void *arg)
 	return *(const uint64_t *)arg;
 }
 
-/* An instance over source with policy and features; register_all: every CPU
- * gets a (pretend) worker. */
-static inline void env_open(struct env *e, const char *source, int policy, unsigned feat,
-			    bool register_all)
+/* An instance over source with cfg (its clock replaced by the injected
+ * one); register_all: every CPU gets a (pretend) worker. */
+static inline void env_open_cfg(struct env *e, const char *source, const place_config *cfg,
+				bool register_all)
 {
-	place_config cfg;
+	place_config c = *cfg;
 	int err;
 
 	memset(e, 0, sizeof(*e));
 	err = place_topo_load(&e->topo, source);
 	ck_assert_msg(err == 0, "%s: %s", source, place_last_error());
-	place_config_init(&cfg);
-	cfg.policy = policy;
-	cfg.features = feat;
-	cfg.clock = env_clock;
-	cfg.clock_arg = &e->now;
+	c.clock = env_clock;
+	c.clock_arg = &e->now;
 	e->now = 1000000;
-	err = place_create(&e->p, e->topo, &cfg);
+	err = place_create(&e->p, e->topo, &c);
 	ck_assert_msg(err == 0, "place_create: %d %s", err, place_last_error());
 	e->nr_cpus = place_topo_nr_cpus(e->topo);
 	for (int i = 0; register_all && i < e->nr_cpus; i++)
 		ck_assert_int_eq(place_worker_register(e->p, place_topo_cpu(e->topo, i), 0), 0);
 	for (int i = 0; i < NR_TASKS; i++)
 		place_task_init(&e->task[i], 0, 0);
+}
+
+/* The same with the default config but for policy and features. */
+static inline void env_open(struct env *e, const char *source, int policy, unsigned feat,
+			    bool register_all)
+{
+	place_config cfg;
+
+	place_config_init(&cfg);
+	cfg.policy = policy;
+	cfg.features = feat;
+	env_open_cfg(e, source, &cfg, register_all);
 }
 
 static inline void env_close(struct env *e)

@@ -37,28 +37,15 @@ static void numa_open(struct env *e, const char *source, unsigned feat, uint32_t
 		      uint32_t cap, uint64_t cooldown_ns)
 {
 	place_config cfg;
-	int err;
 
-	memset(e, 0, sizeof(*e));
-	err = place_topo_load(&e->topo, source);
-	ck_assert_msg(err == 0, "%s: %s", source, place_last_error());
 	place_config_init(&cfg);
 	cfg.features = feat;
-	cfg.clock = env_clock;
-	cfg.clock_arg = &e->now;
 	if (max_groups)
 		cfg.max_groups = max_groups;
 	if (cap)
 		cfg.numa_move_cap = cap;
 	cfg.numa_cooldown_ns = cooldown_ns;
-	e->now = 1000000;
-	err = place_create(&e->p, e->topo, &cfg);
-	ck_assert_msg(err == 0, "place_create: %d %s", err, place_last_error());
-	e->nr_cpus = place_topo_nr_cpus(e->topo);
-	for (int i = 0; i < e->nr_cpus; i++)
-		ck_assert_int_eq(place_worker_register(e->p, i, 0), 0);
-	for (int i = 0; i < NR_TASKS; i++)
-		place_task_init(&e->task[i], 0, 0);
+	env_open_cfg(e, source, &cfg, true);
 }
 
 static int npc(const struct env *e) /* CPUs per node */
