@@ -8,8 +8,10 @@
 # Two modes:
 #   - deterministic (the default, what CI runs): the seed corpus, then
 #     PLACE_FUZZ_RUNS inputs mutated from it with a fixed seed (-seed=1), into
-#     a fresh scratch corpus. The same tree gives the same inputs on every
-#     machine, so CI fails only on what a run here fails on. (A 30-second
+#     a fresh scratch corpus. The same tree gives nearly the same inputs on
+#     every machine (hit-count features of the same inputs differ by a bucket
+#     between runs, cause not found, so later mutations drift), so CI fails
+#     on what runs here fail on. (A 30-second
 #     exploration in CI once failed on a new hwloc leak that no run here had
 #     met: exploration finds bugs, CI needs a verdict.)
 #   - exploration (PLACE_FUZZ_SECONDS set): a random seed for that many
