@@ -68,7 +68,7 @@ demo() {
 		--policies "$sim_policies" --format brief --summary --quiet
 	echo
 	echo "== place-sim: the same without stealing (placement alone, no load balancer)"
-	echo "   (past 256 tasks new ones pile onto one CPU and nothing moves them: BENCHMARKS.md, 'placement alone')"
+	echo "   (no load balancer: a task stays where its wakeups put it; BENCHMARKS.md, 'placement alone')"
 	./place-sim --topology "$ZEN3" --workload hackbench --load 2,8,32 --loops 20 --runs 3 \
 		--policies "$sim_policies" --format summary --summary --quiet | tail -n +3
 	echo

@@ -340,7 +340,9 @@ PLACE_EXTERN size_t place_task_size(void);
  * that target's LLC: the target if idle, prev, t's recently used CPU, a
  * whole idle core (when one is hinted), an idle SMT sibling of prev, an idle
  * CPU (a bounded scan). A new task (PLACE_WAKE_NEW, or no usable previous
- * CPU) starts in the LLC with the most idle CPUs. Only registered CPUs
+ * CPU) starts in the LLC with the most idle CPUs; when no CPU is idle, on
+ * the least loaded one (running plus queued tasks; the waker's LLC on a
+ * tie), so a burst of new tasks spreads. Only registered CPUs
  * inside t->cpus are considered. When nothing idle is found the target
  * itself is returned (the task stacks there; counted in hit_fallback).
  *

@@ -172,43 +172,72 @@ static int wake_affine(struct wake *w)
 
 /* No usable prev (a new task): start in the LLC with the most available
  * CPUs, the waker's on a tie, as the kernel's fork balancing picks the
- * idlest group; in it, on a whole idle core if there is one. A slow path:
- * it reads every state once. */
-static int new_target(struct wake *w)
+ * idlest group; in it, on a whole idle core if there is one. With nothing
+ * available anywhere, on the least loaded usable CPU (running plus queued),
+ * the waker's LLC first on a tie: each new task queued there counts, so a
+ * burst of new tasks spreads instead of piling onto the first CPU. A slow
+ * path: it reads every state once. */
+struct new_pick {
+	int cpu;        /* the choice so far, -1 = none */
+	int idle;       /* its LLC's available CPUs (the first key) */
+	uint32_t load;  /* its running + queued (the second key) */
+};
+
+/* LLC l's candidate: a whole idle core, else an idle CPU, else its least
+ * loaded usable CPU; *idle counts its available CPUs. -1 when none usable. */
+static int llc_candidate(struct wake *w, int l, int *idle, uint32_t *load)
 {
 	const struct place *p = w->p;
-	int best = -1, best_idle = -1;
+	int first_idle = -1, first_core = -1, least = -1;
 
-	for (int l = 0; l < p->topo->nr_llcs; l++) {
-		int first = -1, first_idle = -1, first_core = -1, idle = 0;
+	*idle = 0;
+	for (int pos = 0; pos < p->llc[l].weight; pos++) {
+		int cpu = place__llc_cpu(p, l, pos);
+		uint64_t s;
 
-		for (int pos = 0; pos < p->llc[l].weight; pos++) {
-			int cpu = place__llc_cpu(p, l, pos);
-			uint64_t s;
-
-			if (!place__allowed(p, w->t, cpu))
-				continue;
-			s = probe(w, cpu);
-			if (!(s & PLACE_ST_REGISTERED))
-				continue;
-			if (first < 0)
-				first = cpu;
-			if (!place__st_available(s))
-				continue;
-			if (idle++ == 0)
-				first_idle = cpu;
-			if (first_core < 0 && place__core_available(p, cpu))
-				first_core = cpu;
-		}
-		if (first < 0)
+		if (!place__allowed(p, w->t, cpu))
 			continue;
-		if (idle > best_idle || (idle == best_idle && w->waker >= 0 &&
-					 map_of(w, w->waker)->llc == l)) {
-			best_idle = idle;
-			best = first_core >= 0 ? first_core : first_idle >= 0 ? first_idle : first;
+		s = probe(w, cpu);
+		if (!(s & PLACE_ST_REGISTERED))
+			continue;
+		if (least < 0 || nr_running(w, cpu, s) < *load) {
+			least = cpu;
+			*load = nr_running(w, cpu, s);
 		}
+		if (!place__st_available(s))
+			continue;
+		if ((*idle)++ == 0)
+			first_idle = cpu;
+		if (first_core < 0 && place__core_available(p, cpu))
+			first_core = cpu;
 	}
-	return best;
+	if (first_idle >= 0)
+		*load = 0;
+	return first_core >= 0 ? first_core : first_idle >= 0 ? first_idle : least;
+}
+
+static bool new_better(const struct wake *w, const struct new_pick *c, const struct new_pick *best,
+		       int l)
+{
+	bool waker_llc = w->waker >= 0 && map_of(w, w->waker)->llc == l;
+
+	if (best->cpu < 0 || c->idle != best->idle)
+		return best->cpu < 0 || c->idle > best->idle;
+	if (c->load != best->load)
+		return c->load < best->load;
+	return waker_llc;
+}
+
+static int new_target(struct wake *w)
+{
+	struct new_pick best = { .cpu = -1 }, c;
+
+	for (int l = 0; l < w->p->topo->nr_llcs; l++) {
+		c.cpu = llc_candidate(w, l, &c.idle, &c.load);
+		if (c.cpu >= 0 && new_better(w, &c, &best, l))
+			best = c;
+	}
+	return best.cpu;
 }
 
 static int wake_target(struct wake *w)

@@ -627,6 +627,29 @@ START_TEST(t_rewake_before_run)
 }
 END_TEST
 
+/* Every CPU busy: a burst of new tasks spreads over the least loaded CPUs
+ * (each queued task counts) instead of piling onto the first CPU of LLC 0;
+ * with a waker, its LLC wins ties. Policy by policy. */
+START_TEST(t_new_tasks_spread_when_busy)
+{
+	struct env e;
+	int queued[8] = { 0 };
+
+	env_open(&e, TOPO_2LLC, policies[_i], PLACE_FEAT_DEFAULT, true);
+	for (int cpu = 0; cpu < e.nr_cpus; cpu++)
+		env_run(&e, cpu, &e.task[32 + cpu]);
+	for (int i = 0; i < 16; i++)
+		queued[env_wake(&e, &e.task[i], PLACE_CPU_NONE, PLACE_WAKE_NEW)]++;
+	for (int cpu = 0; cpu < e.nr_cpus; cpu++) {
+		ck_assert_msg(queued[cpu] == 2, "%s: cpu %d got %d of 16 new tasks", policy_name[_i], cpu,
+			      queued[cpu]);
+		ck_assert_uint_eq(place__st_queued(env_state(&e, cpu)), 2);
+	}
+	ck_assert_int_ge(env_wake(&e, &e.task[16], 5, PLACE_WAKE_NEW), 4); /* a tie: the waker's LLC */
+	env_close(&e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -652,6 +675,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_unregister);
 	tcase_add_test(tc, t_stats_per_llc);
 	tcase_add_loop_test(tc, t_rewake_before_run, 0, 3);
+	tcase_add_loop_test(tc, t_new_tasks_spread_when_busy, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }
