@@ -72,6 +72,11 @@ demo() {
 	./place-sim --topology "$ZEN3" --workload hackbench --load 2,8,32 --loops 20 --runs 3 \
 		--policies "$sim_policies" --format summary --summary --quiet | tail -n +3
 	echo
+	echo "== place-sim: 4 tenants (core-scheduling cookies) on an SMT4 model, COOKIES on vs off"
+	echo "   (viol: co-runs of different cookies on one core, counted by the simulator itself)"
+	./place-sim --topology 'synthetic:pack:1 l3:2 core:8 pu:4' --workload tenants --load 8,32 \
+		--policies sis_core,sis_core-cookies --summary --quiet
+	echo
 	echo "== place-poolbench: the example pool on this machine, libplace vs LIFO wake (real time)"
 	./place-poolbench --repeat 5
 }

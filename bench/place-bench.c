@@ -118,6 +118,9 @@ static const struct feat_def {
 #ifdef PLACE_FEAT_COOKIES
 	{ "COOKIES", PLACE_FEAT_COOKIES },
 #endif
+#ifdef PLACE_FEAT_NUMA
+	{ "NUMA", PLACE_FEAT_NUMA },
+#endif
 };
 #define NR_FEATS ((int)(sizeof(feat_defs) / sizeof(feat_defs[0])))
 
@@ -134,6 +137,7 @@ struct opts {
 	long cg_calls;       /* measured steps per row under callgrind */
 	uint64_t seed;
 	unsigned features;
+	int groups;          /* --groups: tasks spread over NUMA groups 1..groups (0 = none) */
 	bool tsv;
 	bool callgrind;
 	bool worker_waker;   /* --waker worker */
@@ -160,6 +164,9 @@ static const struct level_def {
 	{ "fallback", offsetof(place_stats, hit_fallback) },
 	{ "false_pos", offsetof(place_stats, false_positives) },
 	{ "fail_prone", offsetof(place_stats, fail_prone_marks) },
+	{ "numa_move", offsetof(place_stats, numa_moves) },
+	{ "numa_cap_skip", offsetof(place_stats, numa_cap_skips) },
+	{ "numa_cool_skip", offsetof(place_stats, numa_cooldown_skips) },
 };
 #define NR_LEVELS ((int)(sizeof(level_defs) / sizeof(level_defs[0])))
 
@@ -337,7 +344,15 @@ struct bench {
 	int nr_busy;
 	bool worker_waker;
 	bool dump_each;
+	int groups;
 };
+
+/* Task i's NUMA group under --groups (0 = none): templates and dummies
+ * alike, so that the groups run on every node. */
+static uint32_t group_of(const struct bench *b, int i)
+{
+	return b->groups ? (uint32_t)(i % b->groups) + 1 : 0;
+}
 
 /* Each template last ran on a random CPU, before the load is set. */
 static void bench_templates(struct bench *b, uint64_t *rng)
@@ -345,7 +360,7 @@ static void bench_templates(struct bench *b, uint64_t *rng)
 	for (int i = 0; i < NR_TEMPLATES; i++) {
 		int cpu = b->os[rng_next(rng) % (uint64_t)b->nr_cpus];
 
-		place_task_init(&b->tmpl[i], 0, 0);
+		place_task_init(&b->tmpl[i], 0, group_of(b, i));
 		check("run_begin", place_run_begin(b->p, cpu, &b->tmpl[i]));
 		check("run_end", place_run_end(b->p, cpu, &b->tmpl[i], PLACE_RUN_SLEEP));
 		check("idle_enter", place_idle_enter(b->p, cpu));
@@ -368,7 +383,7 @@ static void bench_load(struct bench *b, int load, uint64_t *rng)
 		perm[j] = perm[i];
 		b->busy[cpu] = true;
 		b->busy_cpus[i] = cpu;
-		place_task_init(&b->dummy[cpu], 0, 0);
+		place_task_init(&b->dummy[cpu], 0, group_of(b, cpu));
 		check("run_begin dummy", place_run_begin(b->p, cpu, &b->dummy[cpu]));
 	}
 	free(perm);
@@ -395,7 +410,10 @@ static struct bench *bench_create(const place_topo *topo, int policy, int load,
 	cfg.features = o->features;
 	cfg.clock = vclock_read;
 	cfg.clock_arg = &b->vclock;
+	if (o->groups > 64)
+		cfg.max_groups = (uint32_t)o->groups;
 	check("place_create", place_create(&b->p, topo, &cfg));
+	b->groups = o->groups;
 	b->topo = topo;
 	b->nr_cpus = check("nr_cpus", place_topo_nr_cpus(topo));
 	b->os = xcalloc((size_t)b->nr_cpus, sizeof(*b->os));
@@ -491,8 +509,12 @@ static void step(struct bench *b, place_task *t, uint64_t *rng, struct samples *
 		CALLGRIND_DUMP_STATS; /* parts 2..: one wakeup each */
 	if (b->busy[cpu])
 		undo_stacked(b, cpu, t, s);
-	else if (place_task_claimed(b->p, t) != cpu || (r & (1ull << 40)))
-		undo_run(b, cpu, t, s); /* also for a stack behind another thread's claim */
+	else if (place_task_claimed(b->p, t) != cpu || (r & (1ull << 40)) || b->groups)
+		/* Also for a stack behind another thread's claim; and always
+		 * with groups: a NUMA-moved task holds its move-cap slot until
+		 * it runs, and this copy is thrown away after the step (a
+		 * released claim would leave the slot taken for good). */
+		undo_run(b, cpu, t, s);
 	else
 		check("claim_release", TIMED(s ? &s[OP_REL] : NULL,
 					     place_claim_release(b->p, cpu)));
@@ -752,10 +774,10 @@ static void cg_command(const struct opts *o, const struct row *r, const char *to
 	snprintf(cmd, size,
 		 "valgrind --tool=callgrind --toggle-collect=%s --compress-strings=no "
 		 "--compress-pos=no --callgrind-out-file=%s '%s' --one %s %s %d --calls %ld "
-		 "--warmup %ld --seed %" PRIu64 " --features %u --waker %s%s 2>/dev/null",
+		 "--warmup %ld --seed %" PRIu64 " --features %u --groups %d --waker %s%s 2>/dev/null",
 		 toggle, out, o->self, policy_defs[r->policy].name, topo_defs[r->topo].name,
 		 load_defs[r->load], calls, o->warmup < 10000 ? o->warmup : 10000, o->seed,
-		 o->features, o->worker_waker ? "worker" : "none", dump_each ? " --dump-each" : "");
+		 o->features, o->groups, o->worker_waker ? "worker" : "none", dump_each ? " --dump-each" : "");
 }
 
 /* Run cmd; read the call counts that --one prints. */
@@ -1083,7 +1105,10 @@ static const char usage_text[] =
 	"  --seed N         random seed (default 1)\n"
 	"  --features N     place_config.features (default PLACE_FEAT_DEFAULT)\n"
 	"  --without LIST   those features off, e.g. SIS_UTIL (of CLAIM, SCAN_SIBLING,\n"
-	"                   SHORT_AFFINE, WAKE_WIDE, SIS_UTIL, COOKIES)\n"
+	"                   SHORT_AFFINE, WAKE_WIDE, SIS_UTIL, COOKIES, NUMA)\n"
+	"  --groups N       tasks (and the busy CPUs' dummies) in NUMA groups 1..N,\n"
+	"                   round robin (default 0: no group); a NUMA decision needs\n"
+	"                   a waker on another node than prev: use --waker worker\n"
 	"  --topo LIST      of 16,64,256,1024 (default all)\n"
 	"  --load LIST      of 0,50,90,99 (default all)\n"
 	"  --policy LIST    of LINEAR,SIS_CORE,EXACT (default all)\n"
@@ -1152,7 +1177,7 @@ static unsigned feature_bits(unsigned mask)
 }
 
 enum { O_CALLS = 256, O_WARMUP, O_SEED, O_FEATURES, O_TOPO, O_LOAD, O_POLICY,
-       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_WITHOUT, O_HELP };
+       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_WITHOUT, O_GROUPS, O_HELP };
 
 static const struct option long_opts[] = {
 	{ "calls", required_argument, NULL, O_CALLS },
@@ -1169,6 +1194,7 @@ static const struct option long_opts[] = {
 	{ "waker", required_argument, NULL, O_WAKER },
 	{ "dump-each", no_argument, NULL, O_DUMP_EACH },
 	{ "without", required_argument, NULL, O_WITHOUT },
+	{ "groups", required_argument, NULL, O_GROUPS },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1198,6 +1224,7 @@ static void parse_opt(int c, const char *arg, struct opts *o, const char **one)
 		break;
 	case O_DUMP_EACH: o->dump_each = true; break;
 	case O_WITHOUT: o->features &= ~feature_bits(MASK_OF(arg, feat_defs)); break;
+	case O_GROUPS: o->groups = (int)parse_num(arg); break;
 	case O_HELP: usage(0); break;
 	default: usage(2);
 	}
@@ -1313,10 +1340,10 @@ static void run_callgrind(struct opts *o, struct row *rows, int nr)
 
 static void print_header(const struct opts *o)
 {
-	printf("place-bench %s: seed %" PRIu64 ", %ld calls per row (+%ld warm-up), features 0x%x,\n"
+	printf("place-bench %s: seed %" PRIu64 ", %ld calls per row (+%ld warm-up), features 0x%x, groups %d,\n"
 	       "waker %s, virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted;\n"
 	       "measured again before each topology and load: this is the last)\n",
-	       place_version_string(), o->seed, o->calls, o->warmup, o->features,
+	       place_version_string(), o->seed, o->calls, o->warmup, o->features, o->groups,
 	       o->worker_waker ? "a busy CPU's worker" : "PLACE_CPU_NONE", VCLOCK_STEP_NS, timer_cost);
 	for (int ti = 0; ti < NR_TOPOS; ti++)
 		if (selected(o->topo_mask, ti))

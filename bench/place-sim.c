@@ -55,11 +55,14 @@ static void usage(FILE *f)
 {
 	fputs("usage: place-sim [options]\n"
 	      "  --topology SRC       live, xml:PATH or synthetic:STRING (default: live / $PLACE_TOPOLOGY)\n"
-	      "  --workload NAME      hackbench | schbench | pingpong | stream | mix (default hackbench)\n"
+	      "  --workload NAME      hackbench | schbench | pingpong | stream | mix | tenants | groups\n"
+	      "                       (default hackbench)\n"
 	      "  --policies LIST      all, or NAME[-feat|+feat...],... (see BENCHMARKS.md)\n"
 	      "  --load LIST          sweep of the workload's load: 1,4,16 or A..B (doubling) or A..B+K\n"
-	      "                       (hackbench/mix: groups, schbench: workers, pingpong: pairs, stream: threads)\n"
-	      "  --format F           table | brief (fewer columns) | summary (no rows) | tsv | json\n"
+	      "                       (hackbench/mix: groups, schbench: workers, pingpong: pairs, stream: threads,\n"
+	      "                       tenants: tenant-tasks, groups: numa-groups)\n"
+	      "  --format F           table | brief (fewer columns) | summary (no rows) | tsv | json |\n"
+	      "                       cookies | numa (their columns; what table is for tenants / groups)\n"
 	      "  --seed N             PRNG seed (default 1); same seed, same output\n"
 	      "  --runs N             run seeds S..S+N-1 (S from --seed), report the median-time run (1)\n"
 	      "  --no-host-time       omit host ns per decision (byte-identical output across runs)\n"
@@ -71,13 +74,19 @@ static void usage(FILE *f)
 	      "  --deep-idle-ns N --deep-wake-ns M   a worker parked N ns or more wakes M ns slower (off)\n"
 	      "  --steal              idle workers steal nearest-first before parking\n"
 	      "  --max-time-ns N      stop a run at this virtual time\n"
+	      "libplace:\n"
+	      "  --numa-cooldown-ns N (10000000, 0 = none)  --numa-move-cap N (4)   place_config's NUMA knobs\n"
 	      "workloads:\n"
 	      "  hackbench: --groups N (4) --senders N (20) --receivers N (20) --loops N (10) --pipe N (16)\n"
 	      "             --send-ns N (1500) --recv-ns N (1500)\n"
 	      "  schbench:  --msg-threads N (2) --workers N (16) --rounds N (100) --work-ns N (20000)\n"
 	      "             --msg-ns N (2000)\n"
 	      "  pingpong:  --pairs N (16) --hops N (2000) --run-ns N (2000)\n"
-	      "  stream:    --threads N (0 = one per core) --iters N (40) --burst-ns N (200000)\n",
+	      "  stream:    --threads N (0 = one per core) --iters N (40) --burst-ns N (200000)\n"
+	      "  tenants:   --tenants N (4, cookies 1..N) --tenant-tasks N (16 per tenant) --tenant-rounds N (40)\n"
+	      "             --tenant-work-ns N (50000) --tenant-sleep-ns N (50000, a timer wakes the task)\n"
+	      "  groups:    --numa-groups N (8) --group-tasks N (16) --group-tokens N (8) --group-hops N (100)\n"
+	      "             --group-work-ns N (10000) --group-xnode-ns N (4000, wakee started off its waker's node)\n",
 	      f);
 }
 
@@ -137,7 +146,8 @@ enum {
 	O_SUMMARY, O_SMT, O_WAKE, O_LLC_PEN, O_NODE_PEN, O_DECISION, O_PROBE, O_SLICE, O_JITTER,
 	O_STEAL, O_MAX_TIME, O_GROUPS, O_SENDERS, O_RECEIVERS, O_LOOPS, O_PIPE, O_SEND_NS, O_RECV_NS,
 	O_MSG_THREADS, O_WORKERS, O_ROUNDS, O_WORK_NS, O_MSG_NS, O_PAIRS, O_HOPS, O_RUN_NS, O_THREADS,
-	O_ITERS, O_BURST_NS, O_RUNS, O_DEEP_IDLE, O_DEEP_WAKE, O_HELP
+	O_ITERS, O_BURST_NS, O_RUNS, O_DEEP_IDLE, O_DEEP_WAKE, O_TENANTS, O_TN_TASKS, O_TN_ROUNDS,
+	O_TN_WORK, O_TN_SLEEP, O_GR_GROUPS, O_GR_TASKS, O_GR_TOKENS, O_GR_HOPS, O_GR_WORK, O_GR_XNODE, O_NUMA_COOL, O_NUMA_CAP, O_HELP
 };
 
 static const struct option long_opts[] = {
@@ -181,6 +191,19 @@ static const struct option long_opts[] = {
 	{ "runs", required_argument, NULL, O_RUNS },
 	{ "deep-idle-ns", required_argument, NULL, O_DEEP_IDLE },
 	{ "deep-wake-ns", required_argument, NULL, O_DEEP_WAKE },
+	{ "tenants", required_argument, NULL, O_TENANTS },
+	{ "tenant-tasks", required_argument, NULL, O_TN_TASKS },
+	{ "tenant-rounds", required_argument, NULL, O_TN_ROUNDS },
+	{ "tenant-work-ns", required_argument, NULL, O_TN_WORK },
+	{ "tenant-sleep-ns", required_argument, NULL, O_TN_SLEEP },
+	{ "numa-groups", required_argument, NULL, O_GR_GROUPS },
+	{ "group-tasks", required_argument, NULL, O_GR_TASKS },
+	{ "group-tokens", required_argument, NULL, O_GR_TOKENS },
+	{ "group-hops", required_argument, NULL, O_GR_HOPS },
+	{ "group-work-ns", required_argument, NULL, O_GR_WORK },
+	{ "group-xnode-ns", required_argument, NULL, O_GR_XNODE },
+	{ "numa-cooldown-ns", required_argument, NULL, O_NUMA_COOL },
+	{ "numa-move-cap", required_argument, NULL, O_NUMA_CAP },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -222,6 +245,14 @@ static int *int_param(struct sim_params *p, int opt, int *min)
 	case O_HOPS: return &p->pp_rounds;
 	case O_THREADS: *min = 0; return &p->st_threads;
 	case O_ITERS: return &p->st_iters;
+	case O_TENANTS: return &p->tn_tenants;
+	case O_TN_TASKS: return &p->tn_tasks;
+	case O_TN_ROUNDS: return &p->tn_rounds;
+	case O_GR_GROUPS: return &p->gr_groups;
+	case O_GR_TASKS: *min = 2; return &p->gr_tasks;
+	case O_GR_TOKENS: return &p->gr_tokens;
+	case O_GR_HOPS: return &p->gr_hops;
+	case O_NUMA_CAP: return &p->numa_move_cap;
 	default: return NULL;
 	}
 }
@@ -245,6 +276,11 @@ static uint64_t *u64_param(struct sim_params *p, int opt)
 	case O_MSG_NS: return &p->sb_msg_ns;
 	case O_RUN_NS: return &p->pp_run_ns;
 	case O_BURST_NS: return &p->st_burst_ns;
+	case O_TN_WORK: return &p->tn_work_ns;
+	case O_TN_SLEEP: return &p->tn_sleep_ns;
+	case O_GR_WORK: return &p->gr_work_ns;
+	case O_GR_XNODE: return &p->gr_xnode_ns;
+	case O_NUMA_COOL: return &p->numa_cooldown_ns;
 	default: return NULL;
 	}
 }
@@ -261,6 +297,10 @@ static int parse_format(const char *s, int *fmt)
 		*fmt = SIM_FMT_BRIEF;
 	else if (!strcmp(s, "summary"))
 		*fmt = SIM_FMT_NONE;
+	else if (!strcmp(s, "cookies"))
+		*fmt = SIM_FMT_COOKIES;
+	else if (!strcmp(s, "numa"))
+		*fmt = SIM_FMT_NUMA;
 	else
 		return -EINVAL;
 	return 0;
@@ -335,10 +375,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return -EINVAL;
 	}
 	if (sim_workload_select(&o->prm, o->workload, &o->load_name) < 0) {
-		fprintf(stderr, "place-sim: unknown workload '%s' (hackbench schbench pingpong stream mix)\n",
+		fprintf(stderr, "place-sim: unknown workload '%s' (hackbench schbench pingpong stream mix tenants "
+			"groups)\n",
 			o->workload);
 		return -EINVAL;
 	}
+	/* The tenants and groups workloads are about their own figures. */
+	if (o->fmt == SIM_FMT_TABLE && o->prm.enabled[SIM_WL_TENANTS])
+		o->fmt = SIM_FMT_COOKIES;
+	else if (o->fmt == SIM_FMT_TABLE && o->prm.enabled[SIM_WL_GROUPS])
+		o->fmt = SIM_FMT_NUMA;
 	return 0;
 }
 
@@ -383,7 +429,51 @@ static double miss_pct(const struct sim_result *r)
 	return r->run_starts ? 100.0 * (double)r->idle_core_misses / (double)r->run_starts : 0.0;
 }
 
-/* Two lines per load level: the fastest policy, then the comparisons the
+/* Each policy named BASE-cookies or BASE-numa beside its BASE: what the
+ * feature costs or gains in throughput. */
+static void feature_lines(const struct sim_result *r, int n)
+{
+	static const char *const suffix[] = { "-cookies", "-numa" };
+
+	for (int i = 0; i < n; i++) {
+		for (size_t k = 0; k < sizeof(suffix) / sizeof(suffix[0]); k++) {
+			size_t len = strlen(r[i].policy), sl = strlen(suffix[k]);
+			char base[sizeof(r[i].policy)];
+			bool ok;
+			double g;
+
+			if (len <= sl || strcmp(r[i].policy + len - sl, suffix[k]))
+				continue;
+			snprintf(base, sizeof(base), "%.*s", (int)(len - sl), r[i].policy);
+			g = gain(r, n, base, r[i].policy, &ok);
+			if (ok)
+				printf("    %s: %s on vs off %+.1f%% throughput\n", base, suffix[k] + 1, g);
+		}
+	}
+}
+
+/* libplace against the baselines, when they ran. */
+static void baseline_line(const struct sim_result *r, int n, const struct sim_result *sc,
+			  const struct sim_result *lifo, const struct sim_result *rnd)
+{
+	bool ok;
+	double g;
+
+	printf("   ");
+	g = gain(r, n, "sis_core", "lifo", &ok);
+	if (ok)
+		printf(" sis_core vs LIFO %+.1f%%", g);
+	g = gain(r, n, "sis_core", "random", &ok);
+	if (ok)
+		printf(", vs RANDOM %+.1f%%;", g);
+	if (sc && lifo && rnd)
+		printf(" idle-core misses %.1f%% / %.1f%% / %.1f%%, p99 wakeup %.0f / %.0f / %.0f us",
+		       miss_pct(sc), miss_pct(lifo), miss_pct(rnd), sc->lat_p99 / 1e3, lifo->lat_p99 / 1e3,
+		       rnd->lat_p99 / 1e3);
+	printf("\n");
+}
+
+/* Two lines per load level (three and more with feature pairs): the fastest policy, then the comparisons the
  * seeds and the issue make (SIS_CORE against the linear scan, libplace
  * against the baselines, idle-core misses). */
 static void summary_line(const char *load_name, const struct sim_result *r, int n)
@@ -404,18 +494,10 @@ static void summary_line(const char *load_name, const struct sim_result *r, int 
 	g = gain(r, n, "sis_core-claim", "linear-claim", &ok);
 	if (ok)
 		printf("; SIS_CORE vs linear scan %+.1f%%", g);
-	printf("\n   ");
-	g = gain(r, n, "sis_core", "lifo", &ok);
-	if (ok)
-		printf(" sis_core vs LIFO %+.1f%%", g);
-	g = gain(r, n, "sis_core", "random", &ok);
-	if (ok)
-		printf(", vs RANDOM %+.1f%%;", g);
-	if (sc && lifo && rnd)
-		printf(" idle-core misses %.1f%% / %.1f%% / %.1f%%, p99 wakeup %.0f / %.0f / %.0f us",
-		       miss_pct(sc), miss_pct(lifo), miss_pct(rnd), sc->lat_p99 / 1e3, lifo->lat_p99 / 1e3,
-		       rnd->lat_p99 / 1e3);
 	printf("\n");
+	if (lifo || rnd)
+		baseline_line(r, n, sc, lifo, rnd);
+	feature_lines(r, n);
 }
 
 static void describe(char *buf, size_t size, const struct opts *o, const struct sim_machine *m,
@@ -474,6 +556,8 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 	struct sim_result *all = calloc((size_t)(np * nl), sizeof(*all));
 	char what[1024];
 	int err = 0;
+	/* Not under the machine-readable formats. */
+	bool summarise = o->summary && o->fmt != SIM_FMT_TSV && o->fmt != SIM_FMT_JSON;
 
 	if (!res || !all) {
 		free(res);
@@ -494,13 +578,13 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 			else
 				sim_report_row(stdout, o->fmt, &res[pi], &res[0], li == 0 && pi == 0);
 		}
-		if (!err && o->summary && (o->fmt == SIM_FMT_TABLE || o->fmt == SIM_FMT_BRIEF || o->fmt == SIM_FMT_NONE))
+		if (!err && summarise)
 			memcpy(&all[li * np], res, (size_t)np * sizeof(*res));
 	}
 	sim_report_footer(stdout, o->fmt);
 	if (pg.printed && pg.tty)
 		fprintf(stderr, "\r\033[K");
-	if (!err && o->summary && (o->fmt == SIM_FMT_TABLE || o->fmt == SIM_FMT_BRIEF || o->fmt == SIM_FMT_NONE)) {
+	if (!err && summarise) {
 		printf("summary (vs: throughput against the first policy of the same load; sis_core / lifo / random):\n");
 		for (int li = 0; li < nl; li++)
 			summary_line(o->load_name, &all[li * np], np);
@@ -543,15 +627,8 @@ int main(int argc, char **argv)
 	}
 	if (!o.prm.st_threads)
 		o.prm.st_threads = m.nr_cores;
-	if (!o.load_list) {
-		/* No sweep: one level, the workload's own parameter. */
-		const int cur[] = { o.prm.hb_groups, o.prm.sb_workers, o.prm.pp_pairs, o.prm.st_threads };
-		const char *names[] = { "groups", "workers", "pairs", "threads" };
-
-		for (int i = 0; i < 4; i++)
-			if (!strcmp(o.load_name, names[i]))
-				loads[0] = cur[i];
-	}
+	if (!o.load_list) /* no sweep: one level, the workload's own parameter */
+		loads[0] = sim_get_load(&o.prm, o.load_name);
 	err = run_all(&o, topo, &m, pol, np, loads, nl);
 	sim_machine_fini(&m);
 	place_topo_free(topo);

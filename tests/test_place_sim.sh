@@ -42,6 +42,55 @@ for w in hackbench schbench pingpong stream mix; do
 	if cmp -s "$TMP/b" "$TMP/c"; then bad "$w: --seed changes nothing"; else ok "$w: another seed, other bytes"; fi
 done
 
+# The tenants and groups workloads, on SMT2 and SMT4 (tenants) and on two
+# and eight nodes (groups): same seed, same bytes; every row ok; the
+# simulator's own co-run counter (TSV violations, violation_ns) is 0 with
+# COOKIES on and not with it off; NUMA moves happen only with NUMA on.
+SMT2='synthetic:pack:1 l3:2 core:4 pu:2(indexes=core)'
+SMT4='synthetic:pack:1 l3:2 core:4 pu:4'
+NODES8='synthetic:pack:2 group:4 [numa] l3:1 core:2 pu:2(indexes=core)'
+TN="--tenants 3 --tenant-tasks 6 --tenant-rounds 8 --tenant-work-ns 20000 --tenant-sleep-ns 20000"
+GR="--numa-groups 4 --group-tasks 6 --group-tokens 3 --group-hops 20 --numa-cooldown-ns 100000"
+col() { awk -F'\t' -v name="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $2, $c }' "$2"; }
+for t in "$SMT2" "$SMT4" "$TOPO" "$NODES8"; do
+	case $t in *numa*) w=groups args=$GR pols=sis_core,sis_core-numa ;;
+	*) w=tenants args=$TN pols=sis_core,sis_core-cookies,linear,linear-cookies ;; esac
+	# shellcheck disable=SC2086
+	for f in table tsv; do
+		$PS --topology "$t" --quiet --no-host-time --workload $w $args --policies $pols --format $f >"$TMP/a" 2>"$TMP/err.a"
+		$PS --topology "$t" --quiet --no-host-time --workload $w $args --policies $pols --format $f >"$TMP/b"
+		if [ -s "$TMP/a" ] && cmp -s "$TMP/a" "$TMP/b" && [ ! -s "$TMP/err.a" ]; then
+			ok "$w on $t --format $f: same seed, same bytes"
+		else
+			bad "$w on $t --format $f: two runs differ or failed: $(cat "$TMP/err.a")"
+		fi
+	done
+	if awk -F'\t' 'NR > 1 && ($3 != 1 || $26 != $27) { exit 1 }' "$TMP/a"; then
+		ok "$w on $t: every row ok, every task exited"
+	else
+		bad "$w on $t: incomplete rows: $(cut -f1-3 "$TMP/a" | tr '\n' ' ')"
+	fi
+	if [ $w = tenants ]; then
+		on=$(col violations "$TMP/a" | awk '$1 !~ /-cookies$/ { s += $2 } END { print s + 0 }')
+		on_ns=$(col violation_ns "$TMP/a" | awk '$1 !~ /-cookies$/ { s += $2 } END { print s + 0 }')
+		off=$(col violations "$TMP/a" | awk '$1 ~ /-cookies$/ { s += $2 } END { print s + 0 }')
+		refused=$(col cookie_refusals "$TMP/a" | awk '$1 !~ /-cookies$/ { s += $2 } END { print s + 0 }')
+		if [ "$on" -eq 0 ] && [ "$on_ns" -eq 0 ] && [ "$off" -gt 0 ] && [ "$refused" -gt 0 ]; then
+			ok "tenants on $t: 0 co-runs with COOKIES ($refused refusals), $off without"
+		else
+			bad "tenants on $t: co-runs with COOKIES $on ($on_ns ns), without $off, refusals $refused"
+		fi
+	else
+		on=$(col numa_moves "$TMP/a" | awk '$1 == "sis_core" { print $2 }')
+		off=$(col numa_moves "$TMP/a" | awk '$1 == "sis_core-numa" { print $2 }')
+		if [ "$on" -gt 0 ] && [ "$off" -eq 0 ]; then
+			ok "groups on $t: $on NUMA moves with NUMA, none without"
+		else
+			bad "groups on $t: NUMA moves $on with NUMA, $off without"
+		fi
+	fi
+done
+
 # 1..8 doubles: 4 levels x 9 default policies + the header line.
 sim --workload pingpong --load 1..8 --format tsv >"$TMP/sweep"
 if [ "$(wc -l <"$TMP/sweep")" -eq 37 ] && [ "$(cut -f1 "$TMP/sweep" | sort -u | tr '\n' ' ')" = "1 2 4 8 load " ]; then

@@ -7,6 +7,14 @@
  * its progress accounted at the old rate and its burst end rescheduled at
  * the new one (the stale event is recognised by its generation).
  *
+ * Core scheduling: place_run_begin may refuse a task (-EBUSY: an SMT
+ * sibling runs another cookie). The worker then tries the next task of its
+ * queue, and when none is admitted it sits forced idle with its queue kept;
+ * it retries when a run ends on its core (before the CPU that ended picks
+ * its own next task, so that a core does not stay with one cookie while the
+ * other waits) or at its next event (a task queued there). Independently of
+ * libplace, the engine counts co-runs of different cookies on one core.
+ *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "config.h"
@@ -79,6 +87,7 @@ static void account(struct sim *s, int c)
 	done = dt * cpu->rate;
 	t->work = done >= t->work ? 0 : t->work - done;
 	s->busy_ns += dt;
+	s->node_busy_ns[s->m->node[c]] += dt;
 }
 
 static void schedule_end(struct sim *s, int c)
@@ -113,6 +122,44 @@ static void rerate_core(struct sim *s, int core)
 	}
 }
 
+/* ---- the cookie oracle ---------------------------------------------------- */
+
+/* Whether the running CPUs of core carry more than one cookie, from the
+ * engine's own record of what it started (not libplace's state). */
+static bool core_mixed(const struct sim *s, int core)
+{
+	const struct sim_machine *m = s->m;
+	bool seen = false;
+	uint64_t first = 0;
+
+	for (int i = m->core_start[core]; i < m->core_start[core + 1]; i++) {
+		const struct sim_cpu *cpu = &s->cpu[m->core_cpus[i]];
+
+		if (cpu->cur < 0)
+			continue;
+		if (seen && cpu->cookie != first)
+			return true;
+		seen = true;
+		first = cpu->cookie;
+	}
+	return false;
+}
+
+/* After a start or an end on core: the co-run time of different cookies
+ * accumulates while the core is mixed, whatever the policy did. */
+static void check_core(struct sim *s, int core)
+{
+	bool mixed = core_mixed(s, core);
+	uint64_t *since = &s->mixed_since[core];
+
+	if (mixed && *since == UINT64_MAX) {
+		*since = s->now;
+	} else if (!mixed && *since != UINT64_MAX) {
+		s->res.violation_ns += s->now - *since;
+		*since = UINT64_MAX;
+	}
+}
+
 /* ---- run queues ----------------------------------------------------------- */
 
 static void rq_push(struct sim *s, int c, struct sim_task *t)
@@ -130,19 +177,29 @@ static void rq_push(struct sim *s, int c, struct sim_task *t)
 	cpu->qlen++;
 }
 
-static struct sim_task *rq_pop(struct sim *s, int c)
+/* Take t, which follows prev (-1: t is the head), out of c's queue. */
+static void rq_unlink(struct sim *s, int c, int prev, struct sim_task *t)
 {
 	struct sim_cpu *cpu = &s->cpu[c];
-	struct sim_task *t;
 
-	if (cpu->qhead < 0)
-		return NULL;
-	t = &s->task[cpu->qhead];
-	cpu->qhead = t->next;
-	if (cpu->qhead < 0)
-		cpu->qtail = -1;
+	if (prev < 0)
+		cpu->qhead = t->next;
+	else
+		s->task[prev].next = t->next;
+	if (cpu->qtail == t->id)
+		cpu->qtail = prev;
 	cpu->qlen--;
 	t->next = -1;
+}
+
+static struct sim_task *rq_pop(struct sim *s, int c)
+{
+	struct sim_task *t;
+
+	if (s->cpu[c].qhead < 0)
+		return NULL;
+	t = &s->task[s->cpu[c].qhead];
+	rq_unlink(s, c, -1, t);
 	return t;
 }
 
@@ -164,11 +221,35 @@ static void record_latency(struct sim *s, uint64_t lat)
 	s->lat[s->nlat++] = lat;
 }
 
-/* Metrics at run start: an idle-core miss, a migration and its penalty. */
+/* A wakee that starts on another node than its waker's CPU: counted; a
+ * grouped one also refills the group's shared data from there. */
+static void note_xnode(struct sim *s, int c, struct sim_task *t)
+{
+	if (t->waker_node < 0 || t->waker_node == s->m->node[c])
+		return;
+	s->res.xnode_wakeups++;
+	if (t->group)
+		t->debt += s->prm->gr_xnode_ns;
+}
+
+/* Metrics at run start: an idle-core miss, a cookie co-run, a migration and
+ * its penalty. */
 static void note_start(struct sim *s, int c, struct sim_task *t)
 {
 	const struct sim_machine *m = s->m;
 	int core = m->core[c];
+
+	for (int i = m->core_start[core]; i < m->core_start[core + 1]; i++) {
+		const struct sim_cpu *sib = &s->cpu[m->core_cpus[i]];
+
+		if (sib->cur >= 0 && sib->cookie != t->cookie) {
+			s->res.violations++;
+			break;
+		}
+	}
+	if (t->woken)
+		note_xnode(s, c, t);
+	t->waker_node = -1;
 
 	s->res.run_starts++;
 	if (t->woken) {
@@ -218,21 +299,61 @@ static uint64_t wake_latency(const struct sim *s, int c)
 	return p->wake_ns;
 }
 
+/* The first task of c's queue that the policy admits, taken out of the
+ * queue; NULL when every one was refused (they all stay queued, in order). */
+static struct sim_task *admit_next(struct sim *s, int c)
+{
+	int prev = -1;
+
+	for (int id = s->cpu[c].qhead; id >= 0; prev = id, id = s->task[id].next) {
+		struct sim_task *t = &s->task[id];
+		int err = sim_pol_run_begin(&s->pol, c, t);
+
+		if (err == -EBUSY) {
+			s->res.refusals++;
+			continue;
+		}
+		if (err < 0)
+			fail(s, err);
+		rq_unlink(s, c, prev, t);
+		return t;
+	}
+	return NULL;
+}
+
+static void end_forced(struct sim *s, int c)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+
+	if (!cpu->forced)
+		return;
+	cpu->forced = false;
+	s->res.forced_ns += s->now - cpu->forced_since;
+}
+
 static void start_next(struct sim *s, int c)
 {
 	struct sim_cpu *cpu = &s->cpu[c];
-	struct sim_task *t = rq_pop(s, c);
-	int err;
+	struct sim_task *t;
 
-	if (!t) {
+	if (!cpu->qlen) {
+		end_forced(s, c);
 		go_idle(s, c);
 		return;
 	}
+	t = admit_next(s, c);
+	if (!t) {
+		if (!cpu->forced) {
+			cpu->forced = true;
+			cpu->forced_since = s->now;
+		}
+		update_idle(s, c);
+		return;
+	}
+	end_forced(s, c);
 	note_start(s, c, t);
-	err = sim_pol_run_begin(&s->pol, c, t);
-	if (err < 0)
-		fail(s, err);
 	cpu->cur = t->id;
+	cpu->cookie = t->cookie;
 	cpu->since = s->now;
 	cpu->rate = 0; /* forces rerate_core to schedule the end */
 	t->state = SIM_RUNNING;
@@ -243,6 +364,7 @@ static void start_next(struct sim *s, int c)
 	t->debt = 0;
 	s->core_running[s->m->core[c]]++;
 	rerate_core(s, s->m->core[c]);
+	check_core(s, s->m->core[c]);
 	update_idle(s, c);
 }
 
@@ -259,7 +381,9 @@ static bool try_steal(struct sim *s, int c)
 		int v = row[k];
 		struct sim_task *t;
 
-		if (s->cpu[v].qlen == 0 || s->cpu[v].cur < 0)
+		/* A forced-idle victim's queue is fair game too: its tasks
+		 * wait for a cookie to leave that core. */
+		if (s->cpu[v].qlen == 0 || (s->cpu[v].cur < 0 && !s->cpu[v].forced))
 			continue;
 		t = rq_pop(s, v);
 		update_idle(s, v);
@@ -325,6 +449,7 @@ int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
 	}
 	t->woken = true;
 	t->wake_time = s->now;
+	t->waker_node = waker >= 0 ? s->m->node[waker] : -1;
 	rq_push(s, c, t);
 	if (cpu->cur < 0 && !cpu->waking) {
 		/* A parked worker: it runs the task after the wakeup latency. */
@@ -350,6 +475,13 @@ uint64_t sim_burst(struct sim *s, uint64_t base_ns)
 	return w ? w : 1;
 }
 
+int sim_sleep_for(struct sim *s, struct sim_task *t, uint64_t base_ns)
+{
+	uint64_t dt = (sim_burst(s, base_ns) + FULL_SPEED - 1) / FULL_SPEED;
+
+	return sim_heap_push(&s->heap, s->now + dt, SIM_EV_TIMER, t->id, 0);
+}
+
 /* ---- events -------------------------------------------------------------- */
 
 static void on_wake_done(struct sim *s, int c)
@@ -359,12 +491,24 @@ static void on_wake_done(struct sim *s, int c)
 		start_next(s, c);
 }
 
-/* The running task left c (slept, exited or was preempted). */
+/* The running task left c (slept, exited or was preempted): the core's
+ * forced-idle CPUs retry first (the cookie that ran may have left it). */
 static void vacate(struct sim *s, int c)
 {
+	const struct sim_machine *m = s->m;
+	int core = m->core[c];
+
 	s->cpu[c].cur = -1;
-	s->core_running[s->m->core[c]]--;
-	rerate_core(s, s->m->core[c]);
+	s->core_running[core]--;
+	rerate_core(s, core);
+	check_core(s, core);
+	for (int i = m->core_start[core]; i < m->core_start[core + 1]; i++) {
+		int sib = m->core_cpus[i];
+		const struct sim_cpu *cpu = &s->cpu[sib];
+
+		if (sib != c && cpu->forced && cpu->cur < 0 && !cpu->waking)
+			start_next(s, sib);
+	}
 }
 
 static void end_run(struct sim *s, int c, struct sim_task *t, int action)
@@ -429,6 +573,8 @@ static const struct sim_wl_ops *const wl_ops[SIM_WL_NR] = {
 	[SIM_WL_SCHBENCH] = &sim_wl_schbench,
 	[SIM_WL_PINGPONG] = &sim_wl_pingpong,
 	[SIM_WL_STREAM] = &sim_wl_stream,
+	[SIM_WL_TENANTS] = &sim_wl_tenants,
+	[SIM_WL_GROUPS] = &sim_wl_groups,
 };
 
 static int *zalloc_int(size_t n)
@@ -445,8 +591,13 @@ static int setup_cpus(struct sim *s)
 	s->core_running = zalloc_int((size_t)m->nr_cores);
 	s->llc_idle_cpus = zalloc_int((size_t)m->nr_llcs);
 	s->llc_idle_cores = zalloc_int((size_t)m->nr_llcs);
-	if (!s->cpu || !s->core_busy || !s->core_running || !s->llc_idle_cpus || !s->llc_idle_cores)
+	s->node_busy_ns = calloc((size_t)m->nr_nodes + 1, sizeof(uint64_t));
+	s->mixed_since = calloc((size_t)m->nr_cores + 1, sizeof(uint64_t));
+	if (!s->cpu || !s->core_busy || !s->core_running || !s->llc_idle_cpus || !s->llc_idle_cores ||
+	    !s->node_busy_ns || !s->mixed_since)
 		return -ENOMEM;
+	for (int k = 0; k < m->nr_cores; k++)
+		s->mixed_since[k] = UINT64_MAX;
 	for (int c = 0; c < m->nr_cpus; c++) {
 		s->cpu[c] = (struct sim_cpu){ .cur = -1, .qhead = -1, .qtail = -1, .idle = true };
 		s->llc_idle_cpus[m->llc[c]]++;
@@ -475,7 +626,7 @@ static int setup_tasks(struct sim *s)
 
 		place_task_init(&t->pt, 0, 0);
 		t->id = i;
-		t->cpu = t->last_cpu = t->next = t->peer = t->wait_next = -1;
+		t->cpu = t->last_cpu = t->next = t->peer = t->wait_next = t->waker_node = -1;
 		t->state = SIM_SLEEPING;
 	}
 	s->res.tasks = (uint64_t)n;
@@ -527,12 +678,33 @@ static uint64_t percentile(const uint64_t *v, size_t n, unsigned permille)
 	return v[i ? i - 1 : 0];
 }
 
+/* The busiest node's CPU time against the mean of the nodes'. */
+static double node_imbalance(const struct sim *s)
+{
+	uint64_t max = 0, sum = 0;
+
+	for (int n = 0; s->node_busy_ns && n < s->m->nr_nodes; n++) {
+		sum += s->node_busy_ns[n];
+		if (s->node_busy_ns[n] > max)
+			max = s->node_busy_ns[n];
+	}
+	return sum ? (double)max * s->m->nr_nodes / (double)sum - 1.0 : 0.0;
+}
+
 static void finish(struct sim *s)
 {
 	struct sim_result *r = &s->res;
 
-	for (int c = 0; c < s->m->nr_cpus; c++)
+	for (int c = 0; c < s->m->nr_cpus; c++) {
 		account(s, c);
+		end_forced(s, c);
+	}
+	/* A run stopped early may end with a core still mixed. */
+	for (int k = 0; s->mixed_since && k < s->m->nr_cores; k++)
+		if (s->mixed_since[k] != UINT64_MAX)
+			r->violation_ns += s->now - s->mixed_since[k];
+	r->node_imbalance = node_imbalance(s);
+	r->nr_cpus = s->m->nr_cpus;
 	if (!r->makespan_ns)
 		r->makespan_ns = s->now;
 	qsort(s->lat, s->nlat, sizeof(*s->lat), cmp_u64);
@@ -557,6 +729,8 @@ static void loop(struct sim *s)
 		s->res.events++;
 		if (ev.type == SIM_EV_WAKE_DONE)
 			on_wake_done(s, ev.a);
+		else if (ev.type == SIM_EV_TIMER)
+			sim_wake(s, &s->task[ev.a], -1, 0);
 		else
 			on_burst_end(s, ev.a, ev.b);
 		if (s->progress && s->res.events >= next_progress) {
@@ -581,6 +755,8 @@ static void teardown(struct sim *s)
 	free(s->core_running);
 	free(s->llc_idle_cpus);
 	free(s->llc_idle_cores);
+	free(s->node_busy_ns);
+	free(s->mixed_since);
 	free(s->lat);
 }
 

@@ -46,6 +46,19 @@ void sim_params_default(struct sim_params *p)
 	p->st_threads = 0;           /* 0: one per core of the machine */
 	p->st_iters = 40;
 	p->st_burst_ns = 200000;
+	p->tn_tenants = 4;           /* cookies 1..4 */
+	p->tn_tasks = 16;            /* per tenant */
+	p->tn_rounds = 40;
+	p->tn_work_ns = 50000;       /* a request's CPU time ... */
+	p->tn_sleep_ns = 50000;      /* ... and the wait for the next one */
+	p->gr_groups = 8;
+	p->gr_tasks = 16;            /* threads per group (address space) */
+	p->gr_tokens = 8;            /* messages in flight in each group */
+	p->gr_hops = 100;            /* hops per message */
+	p->gr_work_ns = 10000;
+	p->gr_xnode_ns = 4000;       /* the message and the group's data from another node */
+	p->numa_cooldown_ns = 10000000; /* libplace's defaults */
+	p->numa_move_cap = 4;
 }
 
 static const struct {
@@ -58,7 +71,23 @@ static const struct {
 	{ "pingpong", 1u << SIM_WL_PINGPONG, "pairs" },
 	{ "stream", 1u << SIM_WL_STREAM, "threads" },
 	{ "mix", 0xfu, "groups" },
+	{ "tenants", 1u << SIM_WL_TENANTS, "tenant-tasks" },
+	{ "groups", 1u << SIM_WL_GROUPS, "numa-groups" },
 };
+
+/* The parameter each load name sweeps. */
+static int *load_param(struct sim_params *p, const char *load_name)
+{
+	static const char *const names[] = { "groups", "workers", "pairs", "threads", "tenant-tasks",
+					     "numa-groups" };
+	int *const params[] = { &p->hb_groups, &p->sb_workers, &p->pp_pairs, &p->st_threads, &p->tn_tasks,
+				&p->gr_groups };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(load_name, names[i]))
+			return params[i];
+	return &p->st_threads;
+}
 
 int sim_workload_select(struct sim_params *p, const char *name, const char **load_name)
 {
@@ -75,12 +104,10 @@ int sim_workload_select(struct sim_params *p, const char *name, const char **loa
 
 void sim_set_load(struct sim_params *p, const char *load_name, int value)
 {
-	if (!strcmp(load_name, "groups"))
-		p->hb_groups = value;
-	else if (!strcmp(load_name, "workers"))
-		p->sb_workers = value;
-	else if (!strcmp(load_name, "pairs"))
-		p->pp_pairs = value;
-	else
-		p->st_threads = value;
+	*load_param(p, load_name) = value;
+}
+
+int sim_get_load(struct sim_params *p, const char *load_name)
+{
+	return *load_param(p, load_name);
 }

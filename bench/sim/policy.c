@@ -133,6 +133,10 @@ static int place_init(struct sim_pol *pp, const place_topo *topo)
 	cfg.features = pp->spec.features;
 	cfg.clock = sim_clock;
 	cfg.clock_arg = pp->sim;
+	cfg.numa_cooldown_ns = pp->sim->prm->numa_cooldown_ns;
+	cfg.numa_move_cap = (uint32_t)pp->sim->prm->numa_move_cap;
+	if (pp->sim->prm->enabled[SIM_WL_GROUPS] && pp->sim->prm->gr_groups > 64)
+		cfg.max_groups = (uint32_t)pp->sim->prm->gr_groups;
 	err = place_create(&pp->place, topo, &cfg);
 	if (err < 0)
 		return err;

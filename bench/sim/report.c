@@ -51,12 +51,25 @@ void sim_report_header(FILE *f, int fmt, const char *what)
 		fprintf(f, "%5s %-22s %9s %7s %8s %5s %7s %6s %7s %6s\n", "load", "policy", "time_ms", "vs",
 			"p99_us", "util", "icmiss%", "stack", "xllc", "probe");
 		break;
+	case SIM_FMT_COOKIES:
+		fprintf(f, "# %s\n", what);
+		fprintf(f, "%5s %-22s %9s %7s %8s %5s %8s %8s %8s %8s %9s\n", "load", "policy", "time_ms", "vs",
+			"p99_us", "util", "forced%", "refused", "fallback", "viol", "viol_us");
+		break;
+	case SIM_FMT_NUMA:
+		fprintf(f, "# %s\n", what);
+		fprintf(f, "%5s %-22s %9s %7s %8s %5s %7s %7s %6s %7s %7s %6s %6s\n", "load", "policy", "time_ms",
+			"vs", "p99_us", "util", "xwake%", "xnode", "imbal%", "moves", "kept", "cool", "cap");
+		break;
 	case SIM_FMT_TSV:
 		fprintf(f, "load\tpolicy\tok\ttime_ns\tunits\twork_per_s\tvs_first\tlat_p50_ns\tlat_p99_ns"
 			   "\tlat_p999_ns\tlat_max_ns\tutil\truns\tidle_core_misses\tstack_llc\tstack_any"
 			   "\tcross_llc\tcross_node\twakeups\tprobes_per_wakeup\tfalse_positives"
 			   "\tlost_claims\thit_fallback\tsteals\thost_ns_per_decision\ttasks\texited"
-			   "\tsent\tdelivered\tevents\thit_prev_smt\tclaims\tclaims_stolen\tfail_prone_marks\n");
+			   "\tsent\tdelivered\tevents\thit_prev_smt\tclaims\tclaims_stolen\tfail_prone_marks"
+			   "\trefusals\tforced_ns\tviolations\tviolation_ns\txnode_wakeups\tnode_imbalance"
+			   "\tcookie_refusals\tforced_idle_ns\tcookie_fallbacks\tnuma_moves\tnuma_kept"
+			   "\tnuma_cooldown_skips\tnuma_cap_skips\n");
 		break;
 	default:
 		fprintf(f, "{\"run\": ");
@@ -86,13 +99,38 @@ static void row_brief(FILE *f, const struct sim_result *r, double vs)
 		per(r->st.cpus_probed, r->st.wakeups), r->ok ? "" : "  (incomplete)");
 }
 
+/* CPU time forced idle, in per cent of all CPU time. */
+static double forced_pct(const struct sim_result *r, int nr_cpus)
+{
+	return 100.0 * per(r->forced_ns, r->makespan_ns * (uint64_t)nr_cpus);
+}
+
+static void row_cookies(FILE *f, const struct sim_result *r, double vs)
+{
+	fprintf(f, "%5d %-22s %9.3f %+6.1f%% %8.1f %4.0f%% %7.2f%% %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+		   " %9.1f%s\n",
+		r->load, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
+		r->util * 100.0, forced_pct(r, r->nr_cpus), r->st.cookie_refusals, r->st.cookie_fallbacks,
+		r->violations, (double)r->violation_ns / 1e3, r->ok ? "" : "  (incomplete)");
+}
+
+static void row_numa(FILE *f, const struct sim_result *r, double vs)
+{
+	fprintf(f, "%5d %-22s %9.3f %+6.1f%% %8.1f %4.0f%% %6.2f%% %7" PRIu64 " %5.1f%% %7" PRIu64 " %7" PRIu64
+		   " %6" PRIu64 " %6" PRIu64 "%s\n",
+		r->load, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
+		r->util * 100.0, 100.0 * per(r->xnode_wakeups, r->wakeups), r->cross_node,
+		r->node_imbalance * 100.0, r->st.numa_moves, r->st.numa_kept, r->st.numa_cooldown_skips,
+		r->st.numa_cap_skips, r->ok ? "" : "  (incomplete)");
+}
+
 static void row_tsv(FILE *f, const struct sim_result *r, double vs)
 {
 	fprintf(f, "%d\t%s\t%d\t%" PRIu64 "\t%" PRIu64 "\t%.1f\t%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 		   "\t%" PRIu64 "\t%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 		   "\t%" PRIu64 "\t%" PRIu64 "\t%.3f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 		   "\t%.1f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-		   "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		   "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
 		r->load, r->policy, r->ok, r->makespan_ns, r->units, throughput(r), vs, r->lat_p50,
 		r->lat_p99, r->lat_p999, r->lat_max, r->util, r->run_starts, r->idle_core_misses,
 		r->stack_llc, r->stack_any, r->cross_llc, r->cross_node, r->wakeups,
@@ -100,6 +138,11 @@ static void row_tsv(FILE *f, const struct sim_result *r, double vs)
 		r->st.hit_fallback, r->steals, per(r->host_ns, r->decisions), r->tasks, r->exited,
 		r->sent, r->delivered, r->events, r->st.hit_prev_smt, r->st.claims, r->st.claims_stolen,
 		r->st.fail_prone_marks);
+	fprintf(f, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.4f\t%" PRIu64
+		   "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		r->refusals, r->forced_ns, r->violations, r->violation_ns, r->xnode_wakeups, r->node_imbalance,
+		r->st.cookie_refusals, r->st.forced_idle_ns, r->st.cookie_fallbacks, r->st.numa_moves,
+		r->st.numa_kept, r->st.numa_cooldown_skips, r->st.numa_cap_skips);
 }
 
 static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
@@ -121,12 +164,19 @@ static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
 		   ", \"cpus_probed\": %" PRIu64 ", \"false_positives\": %" PRIu64 ", \"lost_claims\": %" PRIu64
 		   ", \"hit_prev_smt\": %" PRIu64 ", \"claims\": %" PRIu64 ", \"claims_stolen\": %" PRIu64
 		   ", \"claims_released\": %" PRIu64 ", \"fail_prone_marks\": %" PRIu64 ", \"idle_enters\": %" PRIu64
-		   "},\n   \"host_ns_per_decision\": %.1f, \"tasks\": %" PRIu64 ", \"exited\": %" PRIu64
+		   ",\n    \"cookie_refusals\": %" PRIu64 ", \"forced_idle_ns\": %" PRIu64 ", \"cookie_fallbacks\": %" PRIu64
+		   ", \"numa_moves\": %" PRIu64 ", \"numa_kept\": %" PRIu64 ", \"numa_cooldown_skips\": %" PRIu64
+		   ", \"numa_cap_skips\": %" PRIu64 "},\n   \"refusals\": %" PRIu64 ", \"forced_ns\": %" PRIu64
+		   ", \"violations\": %" PRIu64 ", \"violation_ns\": %" PRIu64 ", \"xnode_wakeups\": %" PRIu64
+		   ", \"node_imbalance\": %.4f,\n   \"host_ns_per_decision\": %.1f, \"tasks\": %" PRIu64 ", \"exited\": %" PRIu64
 		   ", \"sent\": %" PRIu64 ", \"delivered\": %" PRIu64 ", \"events\": %" PRIu64 "}",
 		r->st.wakeups, r->st.affine_wakeups, r->st.hit_target, r->st.hit_prev, r->st.hit_recent,
 		r->st.hit_idle_core, r->st.hit_idle_cpu, r->st.hit_sibling, r->st.hit_fallback,
 		r->st.cpus_probed, r->st.false_positives, r->st.lost_claims, r->st.hit_prev_smt, r->st.claims,
 		r->st.claims_stolen, r->st.claims_released, r->st.fail_prone_marks, r->st.idle_enters,
+		r->st.cookie_refusals, r->st.forced_idle_ns, r->st.cookie_fallbacks, r->st.numa_moves,
+		r->st.numa_kept, r->st.numa_cooldown_skips, r->st.numa_cap_skips, r->refusals, r->forced_ns,
+		r->violations, r->violation_ns, r->xnode_wakeups, r->node_imbalance,
 		per(r->host_ns, r->decisions),
 		r->tasks, r->exited, r->sent, r->delivered, r->events);
 }
@@ -141,6 +191,10 @@ void sim_report_row(FILE *f, int fmt, const struct sim_result *r, const struct s
 		row_table(f, r, vs);
 	else if (fmt == SIM_FMT_BRIEF)
 		row_brief(f, r, vs);
+	else if (fmt == SIM_FMT_COOKIES)
+		row_cookies(f, r, vs);
+	else if (fmt == SIM_FMT_NUMA)
+		row_numa(f, r, vs);
 	else if (fmt == SIM_FMT_TSV)
 		row_tsv(f, r, vs);
 	else

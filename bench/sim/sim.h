@@ -76,6 +76,7 @@ static inline uint32_t sim_rand_below(uint64_t *state, uint32_t n)
 enum sim_ev_type {
 	SIM_EV_WAKE_DONE, /* a parked worker finished waking up: a = cpu */
 	SIM_EV_BURST_END, /* the task running on cpu a ends its burst (gen b) */
+	SIM_EV_TIMER,     /* the sleep of task a ends: a timer (no worker) wakes it */
 };
 
 struct sim_event {
@@ -118,6 +119,9 @@ struct sim_task {
 	uint64_t work;        /* remaining work of the current burst, milli-ns at full speed */
 	uint64_t debt;        /* extra work for the next burst (refill penalty, decision cost) */
 	uint64_t slice_start; /* when it last got the CPU, for preemption */
+	uint64_t cookie;      /* its core-scheduling cookie (the simulator's own copy) */
+	uint32_t group;       /* its NUMA group, 0 = none */
+	int waker_node;       /* node of the CPU that woke it last, -1 = no worker */
 	/* Workload state. */
 	int peer;             /* pingpong partner, schbench message thread, hackbench group */
 	int idx;              /* index within its group */
@@ -132,6 +136,9 @@ struct sim_cpu {
 	int qlen;
 	bool waking;      /* its parked worker is being woken (wakeup latency) */
 	bool idle;        /* no task running or queued */
+	bool forced;      /* forced idle: tasks queued, none admitted (place_run_begin -EBUSY) */
+	uint64_t cookie;  /* cookie of cur */
+	uint64_t forced_since;
 	unsigned gen;     /* invalidates a stale SIM_EV_BURST_END */
 	unsigned rate;    /* speed of cur, per mille of full speed */
 	uint64_t since;   /* when cur's progress was last accounted */
@@ -185,7 +192,10 @@ void sim_pol_stats(const struct sim_pol *pp, place_stats *out);
 /* ------------------------------------------------------------------------ */
 /* Parameters                                                                */
 
-enum sim_wl_kind { SIM_WL_HACKBENCH, SIM_WL_SCHBENCH, SIM_WL_PINGPONG, SIM_WL_STREAM, SIM_WL_NR };
+enum sim_wl_kind {
+	SIM_WL_HACKBENCH, SIM_WL_SCHBENCH, SIM_WL_PINGPONG, SIM_WL_STREAM, SIM_WL_TENANTS, SIM_WL_GROUPS,
+	SIM_WL_NR
+};
 
 struct sim_params {
 	/* Machine model. */
@@ -212,15 +222,25 @@ struct sim_params {
 	uint64_t pp_run_ns;
 	int st_threads, st_iters;
 	uint64_t st_burst_ns;
+	int tn_tenants, tn_tasks, tn_rounds;  /* tenants: cookies 1..tn_tenants */
+	uint64_t tn_work_ns, tn_sleep_ns;
+	int gr_groups, gr_tasks, gr_tokens, gr_hops; /* groups: NUMA groups 1..gr_groups */
+	uint64_t gr_work_ns;
+	uint64_t gr_xnode_ns;      /* a grouped task started on another node than its waker's
+				    * refills the group's shared data from there */
+	uint64_t numa_cooldown_ns; /* place_config's, passed as they are (0 = no cool-down) */
+	int numa_move_cap;
 };
 
 void sim_params_default(struct sim_params *p);
 /* Enable the workloads that name stands for (hackbench, schbench, pingpong,
- * stream, mix) and say which parameter a load sweep varies. -EINVAL when
- * the name is unknown. */
+ * stream, mix, tenants, groups) and say which parameter a load sweep varies.
+ * -EINVAL when the name is unknown. */
 int sim_workload_select(struct sim_params *p, const char *name, const char **load_name);
-/* Set the parameter named by load_name (groups, workers, pairs, threads). */
+/* Set or get the parameter named by load_name (groups, workers, pairs,
+ * threads, tenant-tasks, numa-groups). */
 void sim_set_load(struct sim_params *p, const char *load_name, int value);
+int sim_get_load(struct sim_params *p, const char *load_name);
 
 /* ------------------------------------------------------------------------ */
 /* Results of one run (one load level, one policy).                          */
@@ -228,6 +248,7 @@ void sim_set_load(struct sim_params *p, const char *load_name, int value);
 struct sim_result {
 	char policy[48];
 	int load;
+	int nr_cpus;
 	bool ok;                   /* false: the run stopped early (max time) */
 	uint64_t makespan_ns;      /* virtual time when the last task exited */
 	uint64_t units;            /* work units completed (messages, requests, hops, iterations) */
@@ -242,6 +263,14 @@ struct sim_result {
 	uint64_t stack_any;        /* ... while any CPU of the machine was idle */
 	uint64_t cross_llc, cross_node;
 	uint64_t steals;
+	/* Core scheduling, as the simulator sees it (not libplace's counters). */
+	uint64_t refusals;         /* place_run_begin -EBUSY */
+	uint64_t forced_ns;        /* CPU time forced idle: tasks queued, none admitted */
+	uint64_t violations;       /* run starts beside a sibling running another cookie */
+	uint64_t violation_ns;     /* core time with two cookies running at once */
+	/* NUMA. */
+	uint64_t xnode_wakeups;    /* woken by a worker of one node, started on another */
+	double node_imbalance;     /* busiest node's CPU time / the nodes' mean - 1 */
 	uint64_t host_ns;          /* host time inside policy decisions */
 	uint64_t decisions;
 	uint64_t events;
@@ -273,6 +302,8 @@ struct sim {
 	int *llc_idle_cores;     /* [nr_llcs] */
 	int idle_cpus;
 	uint64_t busy_ns;        /* CPU time spent running */
+	uint64_t *node_busy_ns;  /* [nr_nodes] */
+	uint64_t *mixed_since;   /* [nr_cores] since when two cookies run on it, UINT64_MAX = not now */
 	uint64_t probed;         /* libplace's cpus_probed at the last decision */
 	/* Latency samples. */
 	uint64_t *lat;
@@ -306,7 +337,8 @@ struct sim_wl {
 	void *priv;
 };
 
-extern const struct sim_wl_ops sim_wl_hackbench, sim_wl_schbench, sim_wl_pingpong, sim_wl_stream;
+extern const struct sim_wl_ops sim_wl_hackbench, sim_wl_schbench, sim_wl_pingpong, sim_wl_stream,
+	sim_wl_tenants, sim_wl_groups;
 
 /* Run one simulation: params, one policy, fill *res. 0 or a negative errno. */
 int sim_run(const place_topo *topo, const struct sim_machine *m, const struct sim_params *prm,
@@ -319,11 +351,18 @@ int sim_run(const place_topo *topo, const struct sim_machine *m, const struct si
 int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags);
 /* A burst length of base ns with the configured jitter, in milli-ns. */
 uint64_t sim_burst(struct sim *s, uint64_t base_ns);
+/* t, which is going to sleep, is woken by a timer (waker none) after
+ * base_ns with the configured jitter. */
+int sim_sleep_for(struct sim *s, struct sim_task *t, uint64_t base_ns);
 
 /* ------------------------------------------------------------------------ */
 /* Reports                                                                   */
 
-enum sim_format { SIM_FMT_TABLE, SIM_FMT_TSV, SIM_FMT_JSON, SIM_FMT_BRIEF, SIM_FMT_NONE };
+/* COOKIES and NUMA are tables of their own columns (core scheduling, NUMA
+ * groups), what "table" means for the tenants and groups workloads. */
+enum sim_format {
+	SIM_FMT_TABLE, SIM_FMT_TSV, SIM_FMT_JSON, SIM_FMT_BRIEF, SIM_FMT_NONE, SIM_FMT_COOKIES, SIM_FMT_NUMA
+};
 
 void sim_report_header(FILE *f, int fmt, const char *what);
 void sim_report_row(FILE *f, int fmt, const struct sim_result *r, const struct sim_result *ref, bool first);

@@ -313,3 +313,192 @@ const struct sim_wl_ops sim_wl_stream = {
 	.burst_end = st_burst_end,
 	.fini = st_fini,
 };
+
+/* ---- tenants ----------------------------------------------------------------
+ * Mixed tenants for core scheduling: K tenants (cookies 1..K) of N tasks
+ * each. Every task does R rounds of a burst then a sleep that a timer ends
+ * (a request handler woken by an I/O thread: no waker CPU). The tenants are
+ * interleaved in task order, so that first placements mix them on cores.
+ * role = the tenant.                                                       */
+
+static int tn_nr_tasks(const struct sim_params *p)
+{
+	return p->tn_tenants * p->tn_tasks;
+}
+
+static int tn_start(struct sim *s, struct sim_wl *w)
+{
+	const struct sim_params *p = s->prm;
+
+	for (int i = 0; i < w->n; i++) {
+		struct sim_task *t = &s->task[w->first + i];
+
+		t->idx = i;
+		t->role = i % p->tn_tenants;
+		t->cookie = (uint64_t)t->role + 1;
+		if (place_task_set_cookie(&t->pt, t->cookie) < 0)
+			return -EINVAL;
+		t->work = sim_burst(s, p->tn_work_ns);
+		if (sim_wake(s, t, -1, 0) < 0)
+			return s->error;
+	}
+	return 0;
+}
+
+static int tn_burst_end(struct sim *s, struct sim_wl *w, struct sim_task *t, int cpu)
+{
+	(void)w;
+	(void)cpu;
+	t->count++;
+	s->res.units++;
+	if (t->count == s->prm->tn_rounds)
+		return SIM_EXIT;
+	t->work = sim_burst(s, s->prm->tn_work_ns);
+	return sim_sleep_for(s, t, s->prm->tn_sleep_ns) < 0 ? -ENOMEM : SIM_SLEEP;
+}
+
+const struct sim_wl_ops sim_wl_tenants = {
+	.name = "tenants",
+	.nr_tasks = tn_nr_tasks,
+	.start = tn_start,
+	.burst_end = tn_burst_end,
+};
+
+/* ---- groups -----------------------------------------------------------------
+ * NUMA groups of communicating tasks (threads of one address space): G
+ * groups (NUMA groups 1..G) of N tasks, each group circulating M tokens
+ * (messages). A task holding one works a burst, then hands it to a random
+ * other member of its group, waking it, and sleeps when it holds none. The
+ * group's tokens make H hops each in all; when the last retires, the
+ * group's sleeping members are woken to exit. A wakee that starts on
+ * another node than its waker pays gr_xnode_ns (the group's data is there).
+ * peer = the group index, aux = tokens held.                               */
+
+struct gr {
+	int64_t *hops_left; /* [G] */
+	int *tokens;        /* [G] tokens in flight */
+};
+
+static int gr_nr_tasks(const struct sim_params *p)
+{
+	return p->gr_groups * p->gr_tasks;
+}
+
+static int gr_setup(struct sim *s, struct sim_wl *w)
+{
+	const struct sim_params *p = s->prm;
+	struct gr *gr = calloc(1, sizeof(*gr));
+
+	if (!gr)
+		return -ENOMEM;
+	w->priv = gr;
+	gr->hops_left = calloc((size_t)p->gr_groups, sizeof(*gr->hops_left));
+	gr->tokens = calloc((size_t)p->gr_groups, sizeof(*gr->tokens));
+	if (!gr->hops_left || !gr->tokens)
+		return -ENOMEM;
+	for (int g = 0; g < p->gr_groups; g++) {
+		gr->hops_left[g] = (int64_t)p->gr_tokens * p->gr_hops;
+		gr->tokens[g] = p->gr_tokens;
+	}
+	return 0;
+}
+
+static int gr_start(struct sim *s, struct sim_wl *w)
+{
+	const struct sim_params *p = s->prm;
+	int err;
+
+	if (p->gr_tasks < 2 || p->gr_tokens < 1)
+		return -EINVAL;
+	err = gr_setup(s, w);
+	if (err < 0)
+		return err;
+	for (int i = 0; i < w->n; i++) {
+		struct sim_task *t = &s->task[w->first + i];
+
+		t->peer = i / p->gr_tasks;
+		t->idx = i % p->gr_tasks;
+		t->group = (uint32_t)t->peer + 1;
+		if (place_task_set_group(&t->pt, t->group) < 0)
+			return -EINVAL;
+		t->work = sim_burst(s, p->gr_work_ns);
+	}
+	/* Tokens go round robin to the members of each group. */
+	for (int g = 0; g < p->gr_groups; g++)
+		for (int k = 0; k < p->gr_tokens; k++)
+			s->task[w->first + g * p->gr_tasks + k % p->gr_tasks].aux++;
+	for (int i = 0; i < w->n; i++)
+		if (s->task[w->first + i].aux && sim_wake(s, &s->task[w->first + i], -1, 0) < 0)
+			return s->error;
+	return 0;
+}
+
+/* The group of t is done: wake its sleeping members, who exit. */
+static int gr_finish(struct sim *s, struct sim_wl *w, const struct sim_task *t, int cpu)
+{
+	int first = w->first + t->peer * s->prm->gr_tasks;
+
+	for (int i = first; i < first + s->prm->gr_tasks; i++)
+		if (s->task[i].state == SIM_SLEEPING && sim_wake(s, &s->task[i], cpu, 0) < 0)
+			return s->error;
+	return 0;
+}
+
+/* One hop of the token t holds: pass it on, or retire it when the group's
+ * hops are used up. */
+static int gr_hop(struct sim *s, struct sim_wl *w, struct sim_task *t, int cpu)
+{
+	const struct sim_params *p = s->prm;
+	struct gr *gr = w->priv;
+	int g = t->peer;
+	struct sim_task *mate;
+	uint32_t j;
+
+	t->aux--;
+	t->count++;
+	s->res.units++;
+	if (--gr->hops_left[g] < gr->tokens[g]) {
+		gr->tokens[g]--;
+		return gr->tokens[g] ? 0 : gr_finish(s, w, t, cpu);
+	}
+	j = sim_rand_below(&s->rng, (uint32_t)p->gr_tasks - 1);
+	if ((int)j >= t->idx)
+		j++;
+	mate = &s->task[w->first + g * p->gr_tasks + (int)j];
+	mate->aux++;
+	s->res.sent++;
+	s->res.delivered++;
+	return mate->state == SIM_SLEEPING ? sim_wake(s, mate, cpu, 0) : 0;
+}
+
+static int gr_burst_end(struct sim *s, struct sim_wl *w, struct sim_task *t, int cpu)
+{
+	struct gr *gr = w->priv;
+	int err;
+
+	t->work = sim_burst(s, s->prm->gr_work_ns);
+	if (t->aux > 0 && (err = gr_hop(s, w, t, cpu)) < 0)
+		return err;
+	if (!gr->tokens[t->peer])
+		return SIM_EXIT;
+	return t->aux > 0 ? SIM_CONTINUE : SIM_SLEEP;
+}
+
+static void gr_fini(struct sim_wl *w)
+{
+	struct gr *gr = w->priv;
+
+	if (!gr)
+		return;
+	free(gr->hops_left);
+	free(gr->tokens);
+	free(gr);
+}
+
+const struct sim_wl_ops sim_wl_groups = {
+	.name = "groups",
+	.nr_tasks = gr_nr_tasks,
+	.start = gr_start,
+	.burst_end = gr_burst_end,
+	.fini = gr_fini,
+};
