@@ -209,8 +209,9 @@ enum place_policy {
  * place_wakeup). On by default: tasks without a group, and machines with
  * one node, pay one branch. A grouped task pays one atomic add on a line of
  * its CPU's node in each run_begin and run_end (shared only by that node's
- * CPUs), and its cross-node wakeups read both nodes' per-CPU lines; a NUMA
- * move adds one compare-and-swap. */
+ * CPUs), and its cross-node wakeups read the clock and a load sample of
+ * each node (tasks and usable CPUs, rescanned from the node's per-CPU lines
+ * at most once per util_period_ns); a NUMA move adds one compare-and-swap. */
 #define PLACE_FEAT_NUMA         (1u << 6)
 #define PLACE_FEAT_ALL          (0x7fu)
 #define PLACE_FEAT_DEFAULT      PLACE_FEAT_ALL
@@ -360,7 +361,8 @@ PLACE_EXTERN size_t place_task_size(void);
  * the group runs more there; it moves to the waker's node (the target is
  * then the waker) when the group runs more there, its share of the tasks on
  * that node is at least its share on prev's node (the seed's rule
- * dst_running * src_nr >= src_running * dst_nr, tasks running and queued),
+ * dst_running * src_nr >= src_running * dst_nr, tasks running and queued,
+ * the nodes' loads as sampled at most util_period_ns ago),
  * and that node keeps a CPU free for t or is less loaded per CPU than
  * prev's; otherwise it stays (numa_kept). A task never crosses nodes within
  * numa_cooldown_ns after its last NUMA move (numa_cooldown_skips when one

@@ -41,6 +41,16 @@
  */
 struct place_numa_node {
 	alignas(PLACE_CACHELINE) uint64_t moving;
+	/* The node's load sample for the cross-node decision (numa.c
+	 * node_load()): tasks on its CPUs (running + queued) and its usable
+	 * CPUs, summed from the per-CPU lines at most once per util_period_ns.
+	 * load_stamp is the gate: the decider whose CAS moves it forward
+	 * rescans and stores nr and cap (relaxed); deciders read all three
+	 * relaxed. A torn or one-period-old sample skews one decision: the
+	 * counts are hints, as the kernel's NUMA statistics are. */
+	alignas(PLACE_CACHELINE) uint64_t load_stamp; /* when sampled, 0 = never */
+	uint64_t load_nr;
+	uint64_t load_cap;
 };
 
 /* The running count of group g (>= 1) on node n. */

@@ -250,6 +250,9 @@ START_TEST(t_stays_when_dst_busier)
 		ck_assert_int_eq(place_run_end(e.p, c, &e.task[10 + c - D - 2], PLACE_RUN_SLEEP), 0);
 	env_run(&e, D + 2, task_g(&e, 4, 5, -1));
 	cpu = env_wake(&e, task_g(&e, 5, 5, 3), waker, 0);
+	ck_assert_int_eq(node_of(&e, cpu), 0); /* node loads are sampled once per util period */
+	e.now += e.p->util_period_ns;
+	cpu = env_wake(&e, task_g(&e, 5, 5, 3), waker, 0);
 	ck_assert_int_eq(node_of(&e, cpu), dst_of[_i]);
 	ck_assert_uint_eq(env_stats(&e).numa_moves, 1);
 	env_close(&e);
