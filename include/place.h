@@ -368,8 +368,7 @@ PLACE_EXTERN size_t place_task_size(void);
  * numa_cooldown_ns after its last NUMA move (numa_cooldown_skips when one
  * was wanted), and at most numa_move_cap moved tasks that have not started
  * yet head for one node (numa_cap_skips): a moved task holds its slot until
- * its next place_run_begin, on any CPU (a task dropped before it runs again
- * keeps it). Counted in numa_moves. The counts
+ * its next place_run_begin, on any CPU, or place_task_forget. Counted in numa_moves. The counts
  * read are hints; PLACE_WAKE_NOCLAIM answers with the same rule and
  * changes and counts nothing of it.
  *
@@ -460,6 +459,17 @@ PLACE_EXTERN int place_claim_release(place *p, int cpu);
  * A runtime that cannot deliver t asks this before place_claim_release().
  * -EINVAL p or t NULL, t not initialised. Any thread that may use t. */
 PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t);
+
+/* t will not run after its last wakeup (the runtime cancelled or dropped
+ * it): give up what that wakeup left behind, so nothing waits for t
+ * forever: its claim or queue slot on the CPU it was sent to (that CPU is
+ * idle for new wakeups again when its worker is idle) and, after a NUMA
+ * move, its slot under the destination's moves cap. A task that holds
+ * nothing is left as it is. t may be woken again later (a new placement
+ * from its previous CPU). Not while t runs (between place_run_begin and
+ * place_run_end) or concurrently with another call on t. -EINVAL p or t
+ * NULL, t not initialised. Any thread that may use t. */
+PLACE_EXTERN int place_task_forget(place *p, place_task *t);
 
 /* ------------------------------------------------------------------------ */
 /* Work stealing                                                             */

@@ -527,19 +527,24 @@ static bool any_usable(struct wake *w)
  * (delivered nowhere, not released): give that up first, so that this
  * wakeup sees that CPU as it is now (prev's state is read again). Only once
  * the wakeup cannot fail with -ESRCH: a failed call changes nothing. */
-static bool drop_stale_delivery(struct wake *w)
+static void give_up_delivery(struct place *p, struct place_task_rec *r)
 {
-	int from = place__dense(w->p, w->r->queued_cpu);
+	int from = place__dense(p, r->queued_cpu);
 	uint64_t before, after;
 
+	if (from >= 0) {
+		before = place__st_deliver(&p->cpu[from].state, false, true, r->claim_gen, &after);
+		place__after_delivery(p, from, before, after);
+	}
+	r->queued_cpu = -1;
+	r->claim_gen = 0;
+}
+
+static bool drop_stale_delivery(struct wake *w)
+{
 	if (!any_usable(w))
 		return false;
-	if (from >= 0) {
-		before = place__st_deliver(&w->p->cpu[from].state, false, true, w->r->claim_gen, &after);
-		place__after_delivery(w->p, from, before, after);
-	}
-	w->r->queued_cpu = -1;
-	w->r->claim_gen = 0;
+	give_up_delivery(w->p, w->r);
 	if (w->prev >= 0)
 		w->prev_state = probe(w, w->prev);
 	return true;
@@ -631,6 +636,18 @@ PLACE_EXTERN int place_claim_release(place *p, int cpu)
 		return -ENOENT;
 	place__after_delivery(p, d, PLACE_ST_CLAIMED, after);
 	place__count(p, -1, p->map[d].llc, PLACE_STAT_claims_released, 1);
+	return 0;
+}
+
+PLACE_EXTERN int place_task_forget(place *p, place_task *t)
+{
+	struct place_task_rec *r = place__task_rec(t);
+
+	if (!p || !r)
+		return -EINVAL;
+	give_up_delivery(p, r);
+	if (r->numa_pending)
+		place__numa_started(p, r); /* its slot under the moves cap */
 	return 0;
 }
 

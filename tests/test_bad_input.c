@@ -282,6 +282,7 @@ START_TEST(t_garbage_records)
 		ck_assert_int_eq(place_run_begin(f.p, 0, &junk), -EINVAL);
 		ck_assert_int_eq(place_run_end(f.p, 0, &junk, PLACE_RUN_SLEEP), -EINVAL);
 		ck_assert_int_eq(place_task_claimed(f.p, &junk), -EINVAL);
+		ck_assert_int_eq(place_task_forget(f.p, &junk), -EINVAL);
 		ck_assert_int_eq(place_task_set_cpus(&junk, NULL, 0), -EINVAL);
 		expect_usable(&f);
 	}
@@ -345,6 +346,8 @@ START_TEST(t_null_pointers)
 	EXPECT(&f, place_steal_order(NULL, 0, out, 4), -EINVAL);
 	EXPECT(&f, place_steal_order(f.p, 0, NULL, 1), -EINVAL);
 	EXPECT(&f, place_run_end(f.p, 2, NULL, PLACE_RUN_SLEEP), -EINVAL);
+	EXPECT(&f, place_task_forget(NULL, &f.t), -EINVAL);
+	EXPECT(&f, place_task_forget(f.p, NULL), -EINVAL);
 	EXPECT(&f, place_task_set_cpus(&f.t, (const cpu_set_t *)out, 0), -EINVAL);
 	ck_assert_int_eq(place_task_set_cpus(&f.t, NULL, 0), 0); /* NULL set: any CPU */
 	ck_assert_int_eq(place_task_set_cpus(&f.t, NULL, 64), 0);

@@ -650,6 +650,37 @@ START_TEST(t_new_tasks_spread_when_busy)
 }
 END_TEST
 
+/* A task the runtime drops after its wakeup holds nothing afterwards: a
+ * claimed idle CPU is idle for the next wakeup again, a stacked task's
+ * queue slot goes; it can be woken again later. Policy by policy. */
+START_TEST(t_forget_gives_back)
+{
+	struct env e;
+	place_task *t;
+	int cpu;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	t = env_task_on(&e, 1, 3);
+	cpu = env_wake(&e, t, PLACE_CPU_NONE, 0);
+	ck_assert_int_eq(cpu, 3);
+	ck_assert(!env_available(&e, 3));
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert(env_available(&e, 3));
+	ck_assert_int_eq(place_task_claimed(e.p, t), PLACE_CPU_NONE);
+	ck_assert_int_eq(env_wake(&e, &e.task[2], PLACE_CPU_NONE, PLACE_WAKE_NEW) >= 0, 1);
+	for (int c = 0; c < e.nr_cpus; c++)
+		if (env_available(&e, c))
+			env_run(&e, c, &e.task[32 + c]);
+	cpu = env_wake(&e, t, PLACE_CPU_NONE, 0); /* nothing idle: stacked on prev */
+	ck_assert_int_eq(cpu, 3);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 3)), 1);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 3)), 0);
+	ck_assert_int_eq(env_wake(&e, t, PLACE_CPU_NONE, 0), 3); /* woken again */
+	env_close(&e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -676,6 +707,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_stats_per_llc);
 	tcase_add_loop_test(tc, t_rewake_before_run, 0, 3);
 	tcase_add_loop_test(tc, t_new_tasks_spread_when_busy, 0, 3);
+	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }
