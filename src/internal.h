@@ -278,6 +278,11 @@ struct place {
 	 * register/unregister (they change REGISTERED, OFFLINE and
 	 * nr_registered together). Never taken on the hot paths. */
 	pthread_mutex_t ctl;
+	/* ThreadSanitizer builds only (rcu.h): the address read sections
+	 * release on and grace periods acquire, standing for liburcu's
+	 * handshake that TSan cannot see. Never read nor written; its own
+	 * address so that it merges with no mutex or atomic's history. */
+	char rcu_sync;
 	/* topo's arrays the hot path indexes, one pointer chase closer */
 	int cpu_limit;
 	const int *dense_of;

@@ -72,7 +72,7 @@ static inline void place__read_lock(void)
 /* p is not NULL (the TSan build names its sync object). */
 static inline void place__read_unlock(const struct place *p)
 {
-	place__tsan_release(&p->ctl); /* any address of p serves as the sync object */
+	place__tsan_release(&p->rcu_sync);
 	urcu_bp_read_unlock();
 }
 
@@ -81,7 +81,7 @@ static inline void place__read_unlock(const struct place *p)
 static inline void place__synchronize(const struct place *p)
 {
 	urcu_bp_synchronize_rcu();
-	place__tsan_acquire(&p->ctl);
+	place__tsan_acquire(&p->rcu_sync);
 }
 
 /* Publish a snapshot (release: its contents before the pointer; partner:

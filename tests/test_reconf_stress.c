@@ -445,7 +445,7 @@ START_TEST(t_swap_waits_for_readers)
 	pthread_create(&w, NULL, swap_once, NULL);
 	usleep(100000);
 	/* the bits are set (claims already fail there), but the call waits */
-	ck_assert(rd.p->cpu[5].state & PLACE_ST_OFFLINE);
+	ck_assert(place_load_64(&rd.p->cpu[5].state) & PLACE_ST_OFFLINE);
 	ck_assert_msg(!atomic_load(&rd.swapped), "place_set_topology returned inside a read section");
 	atomic_store(&rd.leave, 1);
 	pthread_join(r, NULL);
