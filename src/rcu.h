@@ -31,8 +31,18 @@
 #ifndef PLACE_RCU_H
 #define PLACE_RCU_H
 
-#ifndef _LGPL_SOURCE
-#define _LGPL_SOURCE /* inline read side (urcu/static/urcu-bp.h) */
+/*
+ * The inline read side, except under AddressSanitizer (build.sh's
+ * ASan+UBSan stage): liburcu 0.13 declares struct urcu_bp_reader 128-byte
+ * aligned but hands out readers from its registry chunks at a 32-byte
+ * offset, and UBSan's alignment check, compiled into the inlined header
+ * code, aborts on it (liburcu's layout, harmless on x86; not a libplace
+ * access). Out of line there, liburcu's own uninstrumented functions run.
+ */
+#ifdef __SANITIZE_ADDRESS__
+#undef _LGPL_SOURCE /* Makefile.am defines it for the whole library */
+#elif !defined(_LGPL_SOURCE)
+#define _LGPL_SOURCE
 #endif
 #include <urcu-bp.h>
 
@@ -50,7 +60,7 @@
  * TLS block" from dlopen if that surplus were used up). The static library
  * resolves it at link time anyway.
  */
-#if defined(CONFIG_RCU_TLS) && defined(__GNUC__)
+#if defined(_LGPL_SOURCE) && defined(CONFIG_RCU_TLS) && defined(__GNUC__)
 extern __thread struct urcu_bp_reader *urcu_bp_reader __attribute__((tls_model("initial-exec")));
 #endif
 
