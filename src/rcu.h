@@ -39,7 +39,14 @@
  * code, aborts on it (liburcu's layout, harmless on x86; not a libplace
  * access). Out of line there, liburcu's own uninstrumented functions run.
  */
-#ifdef __SANITIZE_ADDRESS__
+#if defined(__SANITIZE_ADDRESS__) /* gcc */
+#define PLACE_RCU_OUT_OF_LINE 1
+#elif defined(__has_feature) /* clang (the fuzz stage) */
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define PLACE_RCU_OUT_OF_LINE 1
+#endif
+#endif
+#ifdef PLACE_RCU_OUT_OF_LINE
 #undef _LGPL_SOURCE /* Makefile.am defines it for the whole library */
 #elif !defined(_LGPL_SOURCE)
 #define _LGPL_SOURCE
