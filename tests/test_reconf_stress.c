@@ -61,10 +61,7 @@ static const char *const topo_src[NTOPO] = {
 };
 static const unsigned topo_mask[NTOPO] = { 0xff, 0x0f, 0xf0, 0x55 };
 
-struct queue {
-	pthread_mutex_t lock;
-	int n, item[NTASK];
-};
+#include "stress_queue.h"
 
 static struct {
 	place *p;
@@ -89,38 +86,6 @@ static void oracle_fail(const char *fmt, int a, int b, int c)
 {
 	if (atomic_exchange(&g.failed, 1) == 0)
 		snprintf(g.why, sizeof(g.why), fmt, a, b, c);
-}
-
-static void push(struct queue *q, int i)
-{
-	pthread_mutex_lock(&q->lock);
-	q->item[q->n++] = i;
-	pthread_mutex_unlock(&q->lock);
-}
-
-static int pop(struct queue *q)
-{
-	int i = -1;
-
-	pthread_mutex_lock(&q->lock);
-	if (q->n)
-		i = q->item[--q->n];
-	pthread_mutex_unlock(&q->lock);
-	return i;
-}
-
-static unsigned rnd(unsigned *s)
-{
-	*s = *s * 1103515245 + 12345;
-	return *s >> 16;
-}
-
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The CPUs of every topology current at some point between two reads of seq. */
