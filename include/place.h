@@ -450,7 +450,10 @@ PLACE_EXTERN size_t place_task_size(void);
  * -EINVAL p or t NULL, t not initialised, unknown flags, t->cpus set with a
  * zero size; -ENODEV waker_cpu not a usable CPU; -ESRCH no registered worker
  * is allowed for t; -ENOSPC (NUMA) t's group is above max_groups. Any thread, concurrently with every call except the
- * ones on the same task. Lock-free, allocation-free. */
+ * ones on the same task. Lock-free, allocation-free: one RCU read-side
+ * critical section (liburcu-bp), so that place_set_topology() can wait for
+ * it; the first call on a thread registers the thread with liburcu-bp,
+ * which allocates once. Only CPUs of the current topology are returned. */
 PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags);
 
 /* The worker of cpu found its queue empty and is about to park. The CPU
@@ -521,7 +524,8 @@ PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t);
  * SMT siblings, the rest of its LLC, the rest of its NUMA node, the rest of
  * its package, then everything else. Within each ring the order starts just
  * after cpu and wraps, so thieves that go idle together try different victims
- * first. Only CPUs with a registered worker are listed; cpu itself never is.
+ * first. Only CPUs with a registered worker in the current topology
+ * (place_set_topology) are listed; cpu itself never is.
  * Writes at most max OS CPU numbers into out and returns how many there are
  * (which may exceed max). Not a hot path (O(CPUs)): compute once per worker
  * and again after registrations change.
@@ -570,6 +574,8 @@ typedef struct place_stats {
  * writers: each is exact, the set is not a single snapshot. A wakeup counts
  * in the waker's LLC, or, with PLACE_CPU_NONE, in the LLC it placed the task
  * in (schedstat counts on the waking CPU). hit_* add up to wakeups.
+ * LLC ids are those of the creation topology (place_get_topo), whatever
+ * place_set_topology did: counters of CPUs that left stay in their LLC.
  * -EINVAL p or out NULL, -ERANGE llc not -1 nor a dense LLC id. Any thread. */
 PLACE_EXTERN int place_stats_read(const place *p, int llc, place_stats *out);
 
