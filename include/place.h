@@ -74,6 +74,11 @@ typedef struct place_topo place_topo;
  *                        AND the calling thread's affinity mask. When the
  *                        environment variable PLACE_TOPOLOGY is set, its value
  *                        (any of the other forms) is loaded instead.
+ *   "machine"            this machine's online CPUs, without the cgroup and
+ *                        affinity restrictions: create an instance over it and
+ *                        place_set_topology() it down to "live", so that the
+ *                        cpuset can grow back later. PLACE_TOPOLOGY does not
+ *                        replace it.
  *   "xml:PATH"           an hwloc XML export (hwloc 2 format).
  *   "synthetic:STRING"   an hwloc synthetic description, for example
  *                        "pack:2 [numa] l3:8 core:8 pu:2(indexes=core)".
@@ -251,8 +256,58 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 /* Destroy an instance. NULL accepted. No other call on p may be in flight. */
 PLACE_EXTERN void place_destroy(place *p);
 
-/* The instance's current topology (valid until the next topology change). */
+/* The instance's own copy of the topology it was created over (its
+ * "universe"), valid until place_destroy(). It never changes: after
+ * place_set_topology() it still describes the whole machine the instance
+ * knows, and the dense ids of place_stats_read() are its LLC ids; the
+ * current topology is place_topo_current()'s. NULL when p is NULL. */
 PLACE_EXTERN const place_topo *place_get_topo(const place *p);
+
+/* ------------------------------------------------------------------------ */
+/* Reconfiguration: CPU hotplug, cpusets                                     */
+
+/* Swap the instance to topology t while other threads keep calling
+ * place_wakeup() and the worker calls (DESIGN.md mechanism 12).
+ *
+ * t must be a restriction of the creation topology (place_get_topo()):
+ * every CPU of t is one of its CPUs (same OS number), and two CPUs of t
+ * share a core, an LLC, a NUMA node in t exactly when they do there. That
+ * covers CPU hotplug out and back in, a cpuset that shrinks and grows back
+ * within the creation set, a worker's CPU leaving. Passing place_get_topo(p)
+ * itself restores every CPU. To grow beyond the CPUs a process started
+ * with, create the instance over place_topo_load("machine") and restrict it.
+ *
+ * A CPU t lacks goes offline: from the moment place_set_topology() returns,
+ * no place_wakeup() returns it, nor place_steal_order() lists it, nor may a
+ * worker register there (-ENODEV). Its worker, if any, stays registered
+ * and drains: place_idle_enter() (which then leaves it out of the idle
+ * masks), place_run_begin(), place_run_end(), place_claim_release() and
+ * place_worker_unregister() keep working, so tasks already queued or
+ * claimed there still run there (or are stolen) and the worker can leave.
+ * A CPU that comes back with its worker registered and idle is idle for
+ * wakeups again at once. Per-CPU state (queued counts, claims, statistics,
+ * cookies and NUMA groups of running tasks) survives every swap untouched.
+ * Tasks whose previous CPU went offline are placed as new ones.
+ * Compute steal orders again after a swap.
+ *
+ * Blocks for an RCU grace period (liburcu-bp; microseconds, more under
+ * load): it waits until every place_wakeup() in flight has returned. Not a
+ * hot path: may allocate and takes the instance's control lock (shared with
+ * register/unregister). Must not be called from inside a place_* call (a
+ * clock callback).
+ *
+ * Returns 0, or with nothing changed: -EINVAL p or t NULL; -EXDEV t is not
+ * a restriction (a CPU that is not one of the instance's, or grouped
+ * otherwise; place_last_error() names the first such CPU); -ENOMEM.
+ * Any thread; concurrently with every call on p except place_destroy(). */
+PLACE_EXTERN int place_set_topology(place *p, const place_topo *t);
+
+/* A copy of the instance's current topology (the last one given to
+ * place_set_topology(), else the creation topology), owned by the caller:
+ * free it with place_topo_free(). *out is NULL on failure.
+ * -EINVAL p or out NULL; -ENOMEM. Any thread, concurrently with
+ * place_set_topology() (lock-free: an RCU read-side critical section). */
+PLACE_EXTERN int place_topo_current(const place *p, place_topo **out);
 
 /* ------------------------------------------------------------------------ */
 /* Workers                                                                   */
@@ -262,15 +317,17 @@ PLACE_EXTERN const place_topo *place_get_topo(const place *p);
 /* A worker now serves cpu; it starts idle. Only CPUs with a registered worker
  * are ever returned by place_wakeup(). With PLACE_WORKER_BIND the calling
  * thread is pinned to cpu first (nothing changes if that fails).
- * -EINVAL bad p or flags, -ENODEV cpu not usable, -EEXIST already registered,
- * or the negative errno of sched_setaffinity.
- * Any thread; not concurrently with another register/unregister of the same cpu. */
+ * -EINVAL bad p or flags, -ENODEV cpu not usable or not in the current
+ * topology (place_set_topology), -EEXIST already registered, or the negative
+ * errno of sched_setaffinity. Any thread (serialised with unregister and
+ * place_set_topology by the instance's control lock). */
 PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags);
 
 /* The worker of cpu is gone; cpu is no longer claimed nor chosen. A claim
  * still held there survives until its task runs elsewhere or it is released.
  * A wakeup running concurrently may still return cpu (as its fallback). A
  * task it still runs (no place_run_end) leaves its core's occupancy (COOKIES).
+ * Works on a CPU that left the current topology (its worker drained).
  * -EINVAL p NULL, -ENODEV cpu not usable, -ENOENT no worker registered there.
  * Any thread; not concurrently with calls made by cpu's worker. */
 PLACE_EXTERN int place_worker_unregister(place *p, int cpu);
@@ -396,7 +453,10 @@ PLACE_EXTERN size_t place_task_size(void);
  * -EINVAL p or t NULL, t not initialised, unknown flags, t->cpus set with a
  * zero size; -ENODEV waker_cpu not a usable CPU; -ESRCH no registered worker
  * is allowed for t; -ENOSPC (NUMA) t's group is above max_groups. Any thread, concurrently with every call except the
- * ones on the same task. Lock-free, allocation-free. */
+ * ones on the same task. Lock-free, allocation-free: one RCU read-side
+ * critical section (liburcu-bp), so that place_set_topology() can wait for
+ * it; the first call on a thread registers the thread with liburcu-bp,
+ * which allocates once. Only CPUs of the current topology are returned. */
 PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags);
 
 /* The worker of cpu found its queue empty and is about to park. The CPU
@@ -478,7 +538,8 @@ PLACE_EXTERN int place_task_forget(place *p, place_task *t);
  * SMT siblings, the rest of its LLC, the rest of its NUMA node, the rest of
  * its package, then everything else. Within each ring the order starts just
  * after cpu and wraps, so thieves that go idle together try different victims
- * first. Only CPUs with a registered worker are listed; cpu itself never is.
+ * first. Only CPUs with a registered worker in the current topology
+ * (place_set_topology) are listed; cpu itself never is.
  * Writes at most max OS CPU numbers into out and returns how many there are
  * (which may exceed max). Not a hot path (O(CPUs)): compute once per worker
  * and again after registrations change.
@@ -527,6 +588,8 @@ typedef struct place_stats {
  * writers: each is exact, the set is not a single snapshot. A wakeup counts
  * in the waker's LLC, or, with PLACE_CPU_NONE, in the LLC it placed the task
  * in (schedstat counts on the waking CPU). hit_* add up to wakeups.
+ * LLC ids are those of the creation topology (place_get_topo), whatever
+ * place_set_topology did: counters of CPUs that left stay in their LLC.
  * -EINVAL p or out NULL, -ERANGE llc not -1 nor a dense LLC id. Any thread. */
 PLACE_EXTERN int place_stats_read(const place *p, int llc, place_stats *out);
 

@@ -79,7 +79,7 @@ int place__cookie_fallback(struct place *p, const place_task *t, int target, uin
 			continue;
 		++*probes;
 		s = place_load_64(&p->cpu[cpu].state);
-		if ((s & PLACE_ST_REGISTERED) && load_of(p, cpu, s) < best_load) {
+		if (place__st_usable(s) && load_of(p, cpu, s) < best_load) {
 			best_load = load_of(p, cpu, s);
 			best = cpu;
 		}

@@ -74,6 +74,30 @@ void place__exact_unpublish(struct place *p, int cpu)
 	place_mask_clear(llc->icores, m->core_lo);
 }
 
+/*
+ * cpu stopped being available for good (its worker left, or the topology
+ * lost it): its bit leaves the mask. Under SIS_CORE that bit may have stood
+ * for an idle sibling (the core granule): the available siblings publish
+ * themselves again. The caller's RMW on cpu's state came first.
+ */
+void place__idle_withdraw(struct place *p, int cpu)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+
+	if (p->policy == PLACE_POLICY_EXACT) {
+		place__exact_unpublish(p, cpu);
+		return;
+	}
+	if (p->policy != PLACE_POLICY_SIS_CORE || !place_mask_clear(p->llc[m->llc].icpus, m->pos))
+		return;
+	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
+		int sib = place__llc_cpu(p, m->llc, pos);
+
+		if (sib != cpu && place__st_available(place__state(p, sib)))
+			place__idle_publish(p, sib);
+	}
+}
+
 /* A delivery or release changed cpu's state from before to after: if that
  * made it available again, it goes back into the mask (user space has no
  * idle balancer to find a CPU that fell out). */
@@ -129,8 +153,14 @@ void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stam
 
 	if (!place_cas_64(&llc->util_stamp, &stamp, now))
 		return; /* another CPU of the LLC does this period */
-	for (int pos = 0; pos < llc->weight; pos++)
-		busy += busy_until(&p->cpu[place__llc_cpu(p, p->map[cpu].llc, pos)], now);
+	for (int pos = 0; pos < llc->weight; pos++) {
+		const struct place_cpu *c = &p->cpu[place__llc_cpu(p, p->map[cpu].llc, pos)];
+
+		/* nr_registered counts online CPUs only: so does the busy time (a
+		 * CPU that leaves makes the total go back once: one sample lost) */
+		if (!(place_load_64(&c->state) & PLACE_ST_OFFLINE))
+			busy += busy_until(c, now);
+	}
 	nreg = place_load_64(&llc->nr_registered);
 	sample = busy - place_load_64(&llc->util_busy);
 	place_store_64(&llc->util_busy, busy);

@@ -14,6 +14,7 @@
 #define PLACE_INTERNAL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,25 +32,39 @@
  *   bit 0       REGISTERED  a worker serves this CPU
  *   bit 1       IDLE        the worker found its queue empty (idle_enter)
  *   bit 2       CLAIMED     a wakeup claimed it; the task is on its way
+ *   bit 3       OFFLINE     not in the instance's current topology
+ *                           (place_set_topology): never claimed nor
+ *                           returned; its worker may still drain its queue
  *   bits 8..31  QUEUED      tasks sent here (claimed, stacked, preempted)
  *                           that have not started running yet
  *   bits 32..63 GEN         claim generation, bumped by each claim, so a
  *                           task ends only its own claim, never a later one
  *
- * Available (idle for a new wakeup) = REGISTERED, IDLE, not CLAIMED and
- * nothing QUEUED: the kernel's available_idle_cpu() with ttwu_pending.
+ * Available (idle for a new wakeup) = REGISTERED, IDLE, not CLAIMED, not
+ * OFFLINE and nothing QUEUED: the kernel's available_idle_cpu() with
+ * ttwu_pending. Usable (may be returned at all, idle or not) = REGISTERED
+ * and not OFFLINE: the kernel's cpu_active().
  */
 #define PLACE_ST_REGISTERED UINT64_C(0x1)
 #define PLACE_ST_IDLE UINT64_C(0x2)
 #define PLACE_ST_CLAIMED UINT64_C(0x4)
+#define PLACE_ST_OFFLINE UINT64_C(0x8)
 #define PLACE_ST_QUEUED_ONE (UINT64_C(1) << 8)
 #define PLACE_ST_QUEUED_MASK (UINT64_C(0xffffff) << 8)
 #define PLACE_ST_GEN_SHIFT 32
 
 static inline bool place__st_available(uint64_t s)
 {
-	return (s & (PLACE_ST_REGISTERED | PLACE_ST_IDLE | PLACE_ST_CLAIMED | PLACE_ST_QUEUED_MASK)) ==
-	       (PLACE_ST_REGISTERED | PLACE_ST_IDLE);
+	return (s & (PLACE_ST_REGISTERED | PLACE_ST_IDLE | PLACE_ST_CLAIMED | PLACE_ST_OFFLINE |
+		     PLACE_ST_QUEUED_MASK)) == (PLACE_ST_REGISTERED | PLACE_ST_IDLE);
+}
+
+/* May a wakeup return this CPU at all (stack a task there, take it as the
+ * waker's): a worker serves it and the current topology has it. Every path
+ * that returns or proposes a CPU without a claim CAS tests this. */
+static inline bool place__st_usable(uint64_t s)
+{
+	return (s & (PLACE_ST_REGISTERED | PLACE_ST_OFFLINE)) == PLACE_ST_REGISTERED;
 }
 
 static inline uint32_t place__st_queued(uint64_t s)
@@ -68,9 +83,13 @@ static inline uint32_t place__st_gen(uint64_t s)
 struct place_cpu {
 	/* Writers: the worker (IDLE on its edges), any waker (CLAIMED, QUEUED,
 	 * GEN by CAS), any thread running a task claimed here (ends CLAIMED),
-	 * register/unregister (REGISTERED). Only ever changed by CAS or atomic
-	 * RMW (sequentially consistent), read relaxed by probes: the CAS is the
-	 * one exact step, so a stale read only costs a failed CAS. */
+	 * register/unregister (REGISTERED), place_set_topology (OFFLINE; the
+	 * last three under p->ctl). Only ever changed by CAS or atomic RMW
+	 * (sequentially consistent), read relaxed by probes: the CAS is the one
+	 * exact step, so a stale read only costs a failed CAS. A stale read of
+	 * OFFLINE on a path that returns a CPU without a claim (stacking, the
+	 * waker) is closed by the RCU grace period of place_set_topology: such
+	 * a wakeup ends before that call returns. */
 	alignas(PLACE_CACHELINE) uint64_t state;
 	/* 1 while the worker runs a task. Worker writes, wakers read (relaxed
 	 * hint for nr_running in wake_affine). */
@@ -161,8 +180,10 @@ struct place_llc {
 	/* SIS_UTIL scan bound. Written (only when it changes) by the one CPU
 	 * that won the recompute; read relaxed by scans. */
 	uint32_t nr_idle_scan;
-	/* Registered workers in this LLC: the weight the bound scales.
-	 * register/unregister write with atomic add, recompute reads relaxed. */
+	/* Registered workers of online CPUs in this LLC: the weight the bound
+	 * scales. register/unregister/place_set_topology write with atomic add
+	 * (under p->ctl, so REGISTERED and OFFLINE are stable meanwhile), the
+	 * recompute reads relaxed. */
 	uint64_t nr_registered;
 	/* Recompute gate: the CPU whose CAS moves util_stamp forward does the
 	 * recompute; the others skip. util_busy and util_avg (fixed point,
@@ -243,7 +264,25 @@ static inline struct place_task_rec *place__rec(place_task *t)
 }
 
 struct place {
-	struct place_topo *topo; /* the instance's copy; becomes an RCU snapshot later */
+	/* The universe: the topology the instance was created over (its copy).
+	 * Every dense index inside is into it, and it never changes: a
+	 * reconfiguration only marks CPUs OFFLINE (place_set_topology). */
+	struct place_topo *topo;
+	/* The current topology, a restriction of topo (topo itself until the
+	 * first place_set_topology). Written by place_set_topology under ctl
+	 * with place__rcu_assign (release), read by place_topo_current inside
+	 * a read-side critical section with place__rcu_deref; the one it
+	 * replaces is freed after a grace period. */
+	struct place_topo *cur;
+	/* The control plane: serialises place_set_topology with worker
+	 * register/unregister (they change REGISTERED, OFFLINE and
+	 * nr_registered together). Never taken on the hot paths. */
+	pthread_mutex_t ctl;
+	/* ThreadSanitizer builds only (rcu.h): the address read sections
+	 * release on and grace periods acquire, standing for liburcu's
+	 * handshake that TSan cannot see. Never read nor written; its own
+	 * address so that it merges with no mutex or atomic's history. */
+	char rcu_sync;
 	/* topo's arrays the hot path indexes, one pointer chase closer */
 	int cpu_limit;
 	const int *dense_of;
@@ -342,6 +381,7 @@ static inline struct place_task_rec *place__task_rec(const place_task *t)
 
 /* idle.c */
 void place__idle_publish(struct place *p, int cpu);
+void place__idle_withdraw(struct place *p, int cpu);
 void place__exact_unpublish(struct place *p, int cpu);
 bool place__core_available(const struct place *p, int cpu);
 void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stamp);

@@ -101,8 +101,8 @@ static void node_scan(const struct place *p, int n, uint64_t *nr, uint64_t *cap)
 		const struct place_cpu *c = &p->cpu[p->numa_node_cpus[i]];
 		uint64_t s = place_load_64(&c->state);
 
-		if (!(s & PLACE_ST_REGISTERED))
-			continue;
+		if (!place__st_usable(s))
+			continue; /* no worker, or not in the current topology */
 		++*cap;
 		*nr += place_load_32(&c->running) + place__st_queued(s);
 	}

@@ -185,6 +185,8 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	err = -ENOMEM;
 	if (!(p->topo = place__topo_dup(topo)))
 		goto fail;
+	p->cur = p->topo; /* the universe is the first current topology */
+	pthread_mutex_init(&p->ctl, NULL);
 	p->cpu_limit = p->topo->cpu_limit;
 	p->dense_of = p->topo->dense_of;
 	p->llc_cpus = p->topo->llc_cpus;
@@ -222,6 +224,10 @@ PLACE_EXTERN void place_destroy(place *p)
 	free(p->core);
 	free(p->map);
 	free(p->cpu);
+	if (p->cur != p->topo)
+		place_topo_free(p->cur);
+	if (p->topo) /* else ctl was never initialised */
+		pthread_mutex_destroy(&p->ctl);
 	place_topo_free(p->topo);
 	free(p);
 }
@@ -249,17 +255,17 @@ static int bind_caller(int cpu)
 	return err;
 }
 
-PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags)
+/* Under p->ctl: OFFLINE and REGISTERED cannot change meanwhile except by
+ * the worker's own IDLE edges and wakers' claims (other bits). */
+static int register_locked(struct place *p, int d, int cpu, unsigned flags)
 {
-	int d, err;
-	struct place_cpu *c;
+	struct place_cpu *c = &p->cpu[d];
 	uint64_t before;
+	int err;
 
-	if (!p || (flags & ~PLACE_WORKER_BIND))
-		return -EINVAL;
-	if ((d = place__dense(p, cpu)) < 0)
-		return -ENODEV;
-	c = &p->cpu[d];
+	if (place__state(p, d) & PLACE_ST_OFFLINE)
+		return place__fail(-ENODEV, "place_worker_register: cpu %d is not in the current topology",
+				   cpu);
 	if (place__state(p, d) & PLACE_ST_REGISTERED)
 		return -EEXIST;
 	if ((flags & PLACE_WORKER_BIND) && (err = bind_caller(cpu)))
@@ -273,42 +279,55 @@ PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags)
 	place_store_32(&c->scan_sibling, 0);
 	/* RMW: from here claims may succeed (place__st_claim needs REGISTERED) */
 	before = place__st_change(&c->state, PLACE_ST_REGISTERED | PLACE_ST_IDLE, 0);
-	if (before & PLACE_ST_REGISTERED)
-		return -EEXIST; /* lost a race with another register of cpu */
 	place_add_64(&p->llc[p->map[d].llc].nr_registered, 1);
 	if (place__st_available(before | PLACE_ST_REGISTERED | PLACE_ST_IDLE))
 		place__idle_publish(p, d);
 	return 0;
 }
 
-PLACE_EXTERN int place_worker_unregister(place *p, int cpu)
+PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags)
 {
-	int d = place__worker_cpu(p, cpu);
-	const struct place_cpu_map *m;
+	int d, err;
 
-	if (d < 0)
-		return d;
-	m = &p->map[d];
+	if (!p || (flags & ~PLACE_WORKER_BIND))
+		return -EINVAL;
+	if ((d = place__dense(p, cpu)) < 0)
+		return -ENODEV;
+	pthread_mutex_lock(&p->ctl);
+	err = register_locked(p, d, cpu, flags);
+	pthread_mutex_unlock(&p->ctl);
+	return err;
+}
+
+static int unregister_locked(struct place *p, int d)
+{
+	uint64_t before;
+
+	if (!(place__state(p, d) & PLACE_ST_REGISTERED))
+		return -ENOENT; /* another unregister got there first */
 	place__cookie_unregister(p, d); /* a task still running leaves its core */
 	if (place_load_32(&p->cpu[d].running))
 		place__numa_end(p, d); /* and its node's running count */
 	/* RMW: no claim succeeds after this (place__st_claim needs REGISTERED) */
-	place__st_change(&p->cpu[d].state, 0, PLACE_ST_REGISTERED | PLACE_ST_IDLE);
+	before = place__st_change(&p->cpu[d].state, 0, PLACE_ST_REGISTERED | PLACE_ST_IDLE);
 	place_store_32(&p->cpu[d].running, 0);
 	place_store_ptr((void **)&p->cpu[d].curr, NULL);
-	place_add_64(&p->llc[m->llc].nr_registered, (uint64_t)-1);
-	/* Its bit may have stood for an idle sibling (the core granule): clear
-	 * it and let the available siblings publish themselves. */
-	if (p->policy == PLACE_POLICY_EXACT)
-		place__exact_unpublish(p, d);
-	else if (p->policy == PLACE_POLICY_SIS_CORE && place_mask_clear(p->llc[m->llc].icpus, m->pos))
-		for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
-			int sib = place__llc_cpu(p, m->llc, pos);
-
-			if (sib != d && place__st_available(place__state(p, sib)))
-				place__idle_publish(p, sib);
-		}
+	if (!(before & PLACE_ST_OFFLINE)) /* an offline CPU no longer counted */
+		place_add_64(&p->llc[p->map[d].llc].nr_registered, (uint64_t)-1);
+	place__idle_withdraw(p, d);
 	return 0;
+}
+
+PLACE_EXTERN int place_worker_unregister(place *p, int cpu)
+{
+	int d = place__worker_cpu(p, cpu);
+
+	if (d < 0)
+		return d;
+	pthread_mutex_lock(&p->ctl);
+	d = unregister_locked(p, d);
+	pthread_mutex_unlock(&p->ctl);
+	return d;
 }
 
 /* ---- tasks ------------------------------------------------------------- */

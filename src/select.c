@@ -19,6 +19,7 @@
 #include "idle.h"
 #include "internal.h"
 #include "numa.h"
+#include "rcu.h"
 
 #define PLACE_WAKE_FLAGS (PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW)
 #define FLIP_DECAY_NS UINT64_C(1000000000) /* wakee flips halve every second, as the kernel's HZ */
@@ -57,10 +58,11 @@ static uint64_t probe(struct wake *w, int cpu)
 	return place__state(w->p, cpu);
 }
 
-/* May t go to cpu at all: allowed and served by a worker. */
+/* May t go to cpu at all: allowed, served by a worker, in the current
+ * topology (not OFFLINE; a stale read is closed by the grace period). */
 static bool usable(struct wake *w, int cpu)
 {
-	return place__allowed(w->p, w->t, cpu) && (probe(w, cpu) & PLACE_ST_REGISTERED);
+	return place__allowed(w->p, w->t, cpu) && place__st_usable(probe(w, cpu));
 }
 
 static uint32_t nr_running(const struct wake *w, int cpu, uint64_t state)
@@ -198,7 +200,7 @@ static int llc_candidate(struct wake *w, int l, int *idle, uint32_t *load)
 		if (!place__allowed(p, w->t, cpu))
 			continue;
 		s = probe(w, cpu);
-		if (!(s & PLACE_ST_REGISTERED))
+		if (!place__st_usable(s))
 			continue;
 		if (least < 0 || nr_running(w, cpu, s) < *load) {
 			least = cpu;
@@ -572,8 +574,8 @@ static int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, uns
 	w->prev = (flags & PLACE_WAKE_NEW) ? -1 : place__dense(p, w->r->prev_cpu);
 	if (w->prev >= 0 && place__allowed(p, t, w->prev))
 		w->prev_state = probe(w, w->prev);
-	if (w->prev >= 0 && !(w->prev_state & PLACE_ST_REGISTERED))
-		w->prev = -1;
+	if (w->prev >= 0 && !place__st_usable(w->prev_state))
+		w->prev = -1; /* no worker there, or not in the topology: a new placement */
 	w->cpu = -1;
 	w->gen = 0;
 	return 0;
@@ -604,7 +606,7 @@ static int wake_commit(struct wake *w, enum place_stat_id level)
 	return map_of(w, w->cpu)->os;
 }
 
-PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
+static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	struct wake w;
 	enum place_stat_id level;
@@ -621,6 +623,21 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 	if (level == PLACE_STAT_hit_fallback)
 		level = stack_cpu(&w); /* nothing idle: stack on the target */
 	return wake_commit(&w, level);
+}
+
+/* One RCU read-side critical section (rcu.h): place_set_topology's grace
+ * period waits for it, so an answer read from a state word before a CPU
+ * went OFFLINE is returned before that call returns. */
+PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	int cpu;
+
+	if (!p)
+		return -EINVAL;
+	place__read_lock();
+	cpu = wakeup(p, t, waker_cpu, flags);
+	place__read_unlock(p);
+	return cpu;
 }
 
 PLACE_EXTERN int place_claim_release(place *p, int cpu)

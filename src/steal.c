@@ -38,13 +38,17 @@ static enum steal_ring ring_of(const struct place_topo *t, int a, int b)
 	return RING_REST;
 }
 
-static bool registered(const struct place *p, int cpu)
+/* A victim: a registered worker in the current topology. A worker whose
+ * CPU left the topology drains its own queue and is nobody's victim: only
+ * CPUs of the current topology are ever proposed. */
+static bool victim(const struct place *p, int cpu)
 {
-	return (place_load_64(&p->cpu[cpu].state) & PLACE_ST_REGISTERED) != 0;
+	return place__st_usable(place_load_64(&p->cpu[cpu].state));
 }
 
-/* Registration is read relaxed: a worker that comes or goes meanwhile is a
- * victim too many or too few, which the thief finds out when it tries. */
+/* Registration and OFFLINE are read relaxed: a worker that comes or goes
+ * meanwhile is a victim too many or too few, which the thief finds out when
+ * it tries (and place_set_topology's caller recomputes orders after it). */
 PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max)
 {
 	int self = place__worker_cpu(p, cpu), n = 0;
@@ -59,7 +63,7 @@ PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max)
 		for (int i = 1; i < t->nr_cpus; i++) {
 			int v = (self + i) % t->nr_cpus;
 
-			if ((int)ring_of(t, self, v) != ring || !registered(p, v))
+			if ((int)ring_of(t, self, v) != ring || !victim(p, v))
 				continue;
 			if (n < max)
 				out[n] = t->os_of[v];

@@ -36,7 +36,10 @@
 /* ------------------------------------------------------------------------ */
 /* Sources                                                                   */
 
-enum src_kind { SRC_LIVE, SRC_XML, SRC_SYNTHETIC };
+/* SRC_MACHINE: the live machine without the cgroup and affinity
+ * restrictions (every online PU), for instances that place_set_topology()
+ * down to their cpuset and may grow back. */
+enum src_kind { SRC_LIVE, SRC_XML, SRC_SYNTHETIC, SRC_MACHINE };
 
 struct src {
 	enum src_kind kind;
@@ -65,6 +68,10 @@ static int parse_source(const char *source, struct src *s)
 		source = env;
 	}
 	s->name = source;
+	if (strcmp(source, "machine") == 0) {
+		*s = (struct src){ SRC_MACHINE, "machine", NULL };
+		return 0;
+	}
 	if (strncmp(source, xml, sizeof(xml) - 1) == 0) {
 		s->kind = SRC_XML;
 		s->arg = source + sizeof(xml) - 1;
@@ -73,7 +80,7 @@ static int parse_source(const char *source, struct src *s)
 		s->arg = source + sizeof(syn) - 1;
 	} else {
 		return place__fail(-EINVAL, "%s: unknown topology source (expected \"live\", "
-				   "\"xml:PATH\" or \"synthetic:STRING\")", source);
+				   "\"machine\", \"xml:PATH\" or \"synthetic:STRING\")", source);
 	}
 	if (s->arg[0] == '\0')
 		return place__fail(-EINVAL, "%s: empty %s", source,
@@ -140,6 +147,12 @@ static int hwloc_setup(hwloc_topology_t t, const struct src *s)
 		if (hwloc_topology_set_synthetic(t, s->arg) != 0)
 			return place__fail(-EINVAL, "%s: hwloc rejects this synthetic description "
 					   "(HWLOC_SYNTHETIC_VERBOSE=1 shows where)", s->name);
+		return 0;
+	case SRC_MACHINE:
+		/* the PUs outside our cgroup cpuset too (they are in the
+		 * topology cpuset then; usable_cpuset takes all of them) */
+		if (hwloc_topology_set_flags(t, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0)
+			return place__fail(-EINVAL, "machine: hwloc_topology_set_flags: %s", strerror(errno));
 		return 0;
 	case SRC_LIVE:
 		break;
@@ -227,7 +240,10 @@ static int usable_cpuset(hwloc_topology_t t, const struct src *s, hwloc_bitmap_t
 {
 	int err;
 
-	if (hwloc_bitmap_copy(out, hwloc_topology_get_allowed_cpuset(t)) != 0)
+	hwloc_const_bitmap_t base = s->kind == SRC_MACHINE ? hwloc_topology_get_topology_cpuset(t)
+							   : hwloc_topology_get_allowed_cpuset(t);
+
+	if (hwloc_bitmap_copy(out, base) != 0)
 		return -ENOMEM;
 	if (s->kind == SRC_LIVE) {
 		hwloc_bitmap_t aff = hwloc_bitmap_alloc();

@@ -362,6 +362,45 @@ START_TEST(t_null_pointers)
 }
 END_TEST
 
+/* place_set_topology and place_topo_current: NULLs, topologies that are
+ * not restrictions, and registering on a CPU the current topology lacks
+ * (doc/errors.md rows 39a, 85-88). Nothing changes on a refusal. */
+START_TEST(t_reconf)
+{
+	static const char *const bad[] = {
+		"synthetic:pack:2 l3:2 core:2 pu:2",  /* CPUs 8-15 are not the instance's */
+		"synthetic:pack:1 l3:2 core:4 pu:1",  /* CPU 1 alone in a core: SMT differs */
+		"synthetic:pack:1 l3:1 core:4 pu:2",  /* both LLCs merged */
+	};
+	struct fx f;
+	place_topo *t, *cur = (place_topo *)&f;
+
+	open_fx(&f);
+	EXPECT(&f, place_set_topology(NULL, f.topo), -EINVAL);
+	EXPECT(&f, place_set_topology(f.p, NULL), -EINVAL);
+	EXPECT(&f, place_topo_current(NULL, &cur), -EINVAL);
+	ck_assert_ptr_null(cur);
+	EXPECT(&f, place_topo_current(f.p, NULL), -EINVAL);
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		ck_assert_int_eq(place_topo_load(&t, bad[k]), 0);
+		EXPECT(&f, place_set_topology(f.p, t), -EXDEV);
+		ck_assert_ptr_nonnull(strstr(place_last_error(), "cpu "));
+		place_topo_free(t);
+		expect_usable(&f);
+	}
+	ck_assert_int_eq(place_topo_current(f.p, &cur), 0);
+	ck_assert_int_eq(place_topo_nr_cpus(cur), NCPU); /* unchanged */
+	place_topo_free(cur);
+	/* the first LLC only: CPU 7 (no worker) may not register */
+	ck_assert_int_eq(place_topo_load(&t, "synthetic:pack:1 l3:1 core:2 pu:2"), 0);
+	ck_assert_int_eq(place_set_topology(f.p, t), 0);
+	place_topo_free(t);
+	EXPECT(&f, place_worker_register(f.p, 7, 0), -ENODEV);
+	ck_assert_int_eq(place_set_topology(f.p, f.topo), 0); /* the same CPUs: a restriction */
+	close_fx(&f);
+}
+END_TEST
+
 /* place_strerror takes any int, including INT_MIN (whose negation
  * overflows) and codes libplace never returns. */
 START_TEST(t_strerror_any_int)
@@ -394,6 +433,7 @@ static Suite *bad_input_suite(void)
 	tcase_add_test(tc, t_garbage_records);
 	tcase_add_test(tc, t_wrong_state);
 	tcase_add_test(tc, t_null_pointers);
+	tcase_add_test(tc, t_reconf);
 	tcase_add_test(tc, t_strerror_any_int);
 	suite_add_tcase(s, tc);
 	return s;

@@ -45,10 +45,7 @@
 static const uint64_t cookies[] = { 0, 1, UINT64_C(0x100000001), 2 };
 #define NCOOKIE (sizeof(cookies) / sizeof(cookies[0]))
 
-struct queue {
-	pthread_mutex_t lock;
-	int n, item[NTASK];
-};
+#include "stress_queue.h"
 
 struct oracle_core {
 	bool busy[MAXSMT];
@@ -69,30 +66,6 @@ static struct {
 	atomic_long ops, runs, refusals, violations, sets, errors;
 	char why[200];
 } g;
-
-static void push(struct queue *q, int i)
-{
-	pthread_mutex_lock(&q->lock);
-	q->item[q->n++] = i;
-	pthread_mutex_unlock(&q->lock);
-}
-
-static int pop(struct queue *q)
-{
-	int i = -1;
-
-	pthread_mutex_lock(&q->lock);
-	if (q->n)
-		i = q->item[--q->n];
-	pthread_mutex_unlock(&q->lock);
-	return i;
-}
-
-static unsigned rnd(unsigned *s)
-{
-	*s = *s * 1103515245 + 12345;
-	return *s >> 16;
-}
 
 static void error(const char *what, int cpu, int err)
 {
@@ -258,14 +231,6 @@ static void *setter(void *arg)
 			sched_yield();
 	}
 	return NULL;
-}
-
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Quiescent: each core's occupancy is what the test knows runs there (the

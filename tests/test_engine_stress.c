@@ -28,10 +28,7 @@
 #define NEXTERNAL 2
 #define RUN_NS 200000000 /* wall time of the hammering */
 
-struct queue {
-	pthread_mutex_t lock;
-	int n, item[NTASK];
-};
+#include "stress_queue.h"
 
 static struct {
 	place *p;
@@ -49,30 +46,6 @@ static void oracle_fail(const char *fmt, int a, int b)
 {
 	if (atomic_exchange(&g.failed, 1) == 0)
 		snprintf(g.why, sizeof(g.why), fmt, a, b);
-}
-
-static void push(struct queue *q, int i)
-{
-	pthread_mutex_lock(&q->lock);
-	q->item[q->n++] = i;
-	pthread_mutex_unlock(&q->lock);
-}
-
-static int pop(struct queue *q)
-{
-	int i = -1;
-
-	pthread_mutex_lock(&q->lock);
-	if (q->n)
-		i = q->item[--q->n];
-	pthread_mutex_unlock(&q->lock);
-	return i;
-}
-
-static unsigned rnd(unsigned *s)
-{
-	*s = *s * 1103515245 + 12345;
-	return *s >> 16;
 }
 
 /* Task i was woken by waker: record its claim with the oracle, then deliver
@@ -175,14 +148,6 @@ static void *external(void *arg)
 			wake(i, PLACE_CPU_NONE, &seed);
 	}
 	return NULL;
-}
-
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Each CPU's state word agrees with its queue: QUEUED = tasks there, and a

@@ -208,11 +208,15 @@ __attribute__((constructor)) static void find_real(void)
 	FIND(syscall);
 }
 
-/* Count, then forward with the same argument. */
+/* Count, then forward with the same argument. Found here too when called
+ * before find_real(): liburcu-bp's constructor (libplace.so's dependency,
+ * so initialised before this executable) already locks and calls syscall(). */
 #define FORWARD(counter, name, type)                  \
 	int name(type *x)                             \
 	{                                             \
 		count(counter);                       \
+		if (!real_##name)                     \
+			FIND(name);                   \
 		return real_##name(x);                \
 	}
 
@@ -238,6 +242,8 @@ long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
+	if (!real_syscall)
+		FIND(syscall); /* before find_real(): see FORWARD */
 	return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 #endif /* !HOTPATH_ASAN */
