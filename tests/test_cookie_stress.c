@@ -29,10 +29,10 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cookie.h"
+#include "stresslib.h"
 #include "test_engine.h"
 #include "testlib.h"
 
@@ -45,8 +45,6 @@
 static const uint64_t cookies[] = { 0, 1, UINT64_C(0x100000001), 2 };
 #define NCOOKIE (sizeof(cookies) / sizeof(cookies[0]))
 
-#include "stress_queue.h"
-
 struct oracle_core {
 	bool busy[MAXSMT];
 	uint64_t cookie[MAXSMT];
@@ -58,19 +56,18 @@ static struct {
 	place_task task[NTASK];
 	pthread_mutex_t task_lock[NTASK]; /* setter vs run_begin only */
 	uint64_t cookie[NTASK];           /* the test's copy, under task_lock */
-	struct queue q[NCPU], sleeping;
+	struct stress_queue q[NCPU], sleeping;
 	int cur[NCPU];                    /* task running on the CPU, -1; its worker only */
 	pthread_mutex_t oracle_lock;
 	struct oracle_core oracle[NCPU];
-	atomic_int stop;
-	atomic_long ops, runs, refusals, violations, sets, errors;
+	atomic_int stop, failed;          /* failed: stress_fail, message in why */
+	atomic_long ops, runs, refusals, violations, sets;
 	char why[200];
 } g;
 
 static void error(const char *what, int cpu, int err)
 {
-	if (atomic_fetch_add(&g.errors, 1) == 0)
-		snprintf(g.why, sizeof(g.why), "%s on CPU %d returned %d", what, cpu, err);
+	stress_fail(&g.failed, g.why, sizeof(g.why), "%s on CPU %d returned %d", what, cpu, err);
 }
 
 /* The oracle: cpu now runs cookie; any sibling holding another is a co-run. */
@@ -102,10 +99,10 @@ static void wake(int i, int waker)
 	atomic_fetch_add(&g.ops, 1);
 	if (cpu < 0 || cpu >= NCPU) {
 		error("place_wakeup", waker, cpu);
-		push(&g.sleeping, i);
+		stress_queue_push(&g.sleeping, i);
 		return;
 	}
-	push(&g.q[cpu], i);
+	stress_queue_push(&g.q[cpu], i);
 }
 
 /* The worker of cpu tries task i, taken from queue from. Refused: it goes
@@ -122,7 +119,7 @@ static void try_start(int cpu, int i, int from, bool *parked)
 	atomic_fetch_add(&g.ops, 1);
 	if (err == -EBUSY) {
 		atomic_fetch_add(&g.refusals, 1);
-		push(&g.q[from], i);
+		stress_queue_push(&g.q[from], i);
 		return;
 	}
 	if (err) {
@@ -137,7 +134,7 @@ static void try_start(int cpu, int i, int from, bool *parked)
 static void stop_run(int cpu, unsigned *seed)
 {
 	int i = g.cur[cpu];
-	unsigned how = rnd(seed) % 4 == 0 ? PLACE_RUN_PREEMPT : PLACE_RUN_SLEEP;
+	unsigned how = stress_rand(seed) % 4 == 0 ? PLACE_RUN_PREEMPT : PLACE_RUN_SLEEP;
 	int err;
 
 	oracle_clear(cpu);
@@ -147,9 +144,9 @@ static void stop_run(int cpu, unsigned *seed)
 	if (err)
 		error("place_run_end", cpu, err);
 	if (how == PLACE_RUN_PREEMPT)
-		push(&g.q[cpu], i);
-	else if (rnd(seed) % 2)
-		push(&g.sleeping, i);
+		stress_queue_push(&g.q[cpu], i);
+	else if (stress_rand(seed) % 2)
+		stress_queue_push(&g.sleeping, i);
 	else
 		wake(i, cpu);
 }
@@ -161,16 +158,16 @@ static void step(int cpu, unsigned *seed, bool *parked)
 	int from = cpu, i;
 
 	if (g.cur[cpu] >= 0) {
-		if (rnd(seed) % 3 == 0)
+		if (stress_rand(seed) % 3 == 0)
 			stop_run(cpu, seed);
 		return;
 	}
-	i = pop(&g.q[cpu]);
-	if (i < 0 && rnd(seed) % 4 == 0)
-		i = pop(&g.q[from = (int)(rnd(seed) % NCPU)]);
+	i = stress_queue_pop(&g.q[cpu]);
+	if (i < 0 && stress_rand(seed) % 4 == 0)
+		i = stress_queue_pop(&g.q[from = (int)(stress_rand(seed) % NCPU)]);
 	if (i >= 0) {
 		try_start(cpu, i, from, parked);
-		if (g.cur[cpu] >= 0 || rnd(seed) % 2)
+		if (g.cur[cpu] >= 0 || stress_rand(seed) % 2)
 			return;
 	}
 	if (!*parked) { /* empty queue, or forced idle */
@@ -190,10 +187,10 @@ static void *worker(void *arg)
 	bool parked[2] = { true, true };
 
 	while (!atomic_load(&g.stop)) {
-		int which = (int)(rnd(&seed) % 2);
+		int which = (int)(stress_rand(&seed) % 2);
 
 		step(k + which * NWORKER, &seed, &parked[which]);
-		if (rnd(&seed) % 16 == 0)
+		if (stress_rand(&seed) % 16 == 0)
 			sched_yield();
 	}
 	return NULL;
@@ -203,7 +200,7 @@ static void *waker(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&g.stop)) {
-		int i = pop(&g.sleeping);
+		int i = stress_queue_pop(&g.sleeping);
 
 		if (i < 0)
 			sched_yield();
@@ -218,8 +215,8 @@ static void *setter(void *arg)
 	unsigned seed = (unsigned)(intptr_t)arg;
 
 	while (!atomic_load(&g.stop)) {
-		int i = (int)(rnd(&seed) % NTASK);
-		uint64_t c = cookies[rnd(&seed) % NCOOKIE];
+		int i = (int)(stress_rand(&seed) % NTASK);
+		uint64_t c = cookies[stress_rand(&seed) % NCOOKIE];
 
 		pthread_mutex_lock(&g.task_lock[i]);
 		if (place_task_set_cookie(&g.task[i], c))
@@ -227,7 +224,7 @@ static void *setter(void *arg)
 		g.cookie[i] = c;
 		pthread_mutex_unlock(&g.task_lock[i]);
 		atomic_fetch_add(&g.sets, 1);
-		if (rnd(&seed) % 8 == 0)
+		if (stress_rand(&seed) % 8 == 0)
 			sched_yield();
 	}
 	return NULL;
@@ -282,9 +279,9 @@ static void run(const char *topo_src, unsigned features)
 	g.smt = NCPU / place_topo_nr_cores(topo);
 	place_topo_free(topo);
 	pthread_mutex_init(&g.oracle_lock, NULL);
-	pthread_mutex_init(&g.sleeping.lock, NULL);
+	ck_assert(stress_queue_init(&g.sleeping, NTASK));
 	for (int cpu = 0; cpu < NCPU; cpu++) {
-		pthread_mutex_init(&g.q[cpu].lock, NULL);
+		ck_assert(stress_queue_init(&g.q[cpu], NTASK));
 		ck_assert_int_eq(place_worker_register(g.p, cpu, 0), 0);
 		g.cur[cpu] = -1;
 	}
@@ -292,7 +289,7 @@ static void run(const char *topo_src, unsigned features)
 		pthread_mutex_init(&g.task_lock[i], NULL);
 		g.cookie[i] = cookies[i % NCOOKIE];
 		place_task_init(&g.task[i], g.cookie[i], 0);
-		push(&g.sleeping, i);
+		stress_queue_push(&g.sleeping, i);
 	}
 	for (int k = 0; k < NWORKER; k++)
 		pthread_create(&th[k], NULL, worker, (void *)(intptr_t)k);
@@ -301,15 +298,15 @@ static void run(const char *topo_src, unsigned features)
 	/* Run for run_ns, and on a slow or loaded machine (valgrind serialises
 	 * the threads) go on, up to 8x, until the mix has shown what the
 	 * assertions below need: refusals with COOKIES, co-runs without. */
-	t0 = wall_ns();
-	while (!atomic_load(&g.errors) &&
-	       (wall_ns() - t0 < run_ns || (!enough_evidence(features) && wall_ns() - t0 < 8 * run_ns)))
+	t0 = stress_wall_ns();
+	while (!atomic_load(&g.failed) &&
+	       (stress_wall_ns() - t0 < run_ns || (!enough_evidence(features) && stress_wall_ns() - t0 < 8 * run_ns)))
 		usleep(10000);
 	atomic_store(&g.stop, 1);
 	for (int k = 0; k < NWORKER + 2; k++)
 		pthread_join(th[k], NULL);
 
-	ck_assert_msg(!atomic_load(&g.errors), "%s", g.why);
+	ck_assert_msg(!atomic_load(&g.failed), "%s", g.why);
 	ck_assert_int_eq(place_stats_read(g.p, -1, &st), 0);
 	violations = atomic_load(&g.violations);
 	refusals = atomic_load(&g.refusals);
@@ -334,6 +331,9 @@ static void run(const char *topo_src, unsigned features)
 		ck_assert_msg(violations > 0, "the oracle saw no co-run without COOKIES");
 		ck_assert_int_eq(refusals, 0);
 	}
+	for (int cpu = 0; cpu < NCPU; cpu++)
+		stress_queue_free(&g.q[cpu]);
+	stress_queue_free(&g.sleeping);
 	place_destroy(g.p);
 }
 

@@ -17,9 +17,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "stresslib.h"
 #include "test_engine.h"
 #include "testlib.h"
 
@@ -28,13 +28,11 @@
 #define NEXTERNAL 2
 #define RUN_NS 200000000 /* wall time of the hammering */
 
-#include "stress_queue.h"
-
 static struct {
 	place *p;
 	place_task task[NTASK];
-	struct queue q[NCPU];
-	struct queue sleeping;
+	struct stress_queue q[NCPU];
+	struct stress_queue sleeping;
 	atomic_int owner[NCPU]; /* task + 1 holding a claim on the CPU, 0 none */
 	atomic_int stop;
 	atomic_int failed;
@@ -44,8 +42,7 @@ static struct {
 
 static void oracle_fail(const char *fmt, int a, int b)
 {
-	if (atomic_exchange(&g.failed, 1) == 0)
-		snprintf(g.why, sizeof(g.why), fmt, a, b);
+	stress_fail(&g.failed, g.why, sizeof(g.why), fmt, a, b);
 }
 
 /* Task i was woken by waker: record its claim with the oracle, then deliver
@@ -53,7 +50,7 @@ static void oracle_fail(const char *fmt, int a, int b)
 static void wake(int i, int waker, unsigned *seed)
 {
 	place_task *t = &g.task[i];
-	int cpu = place_wakeup(g.p, t, waker, rnd(seed) % 4 == 0 ? PLACE_WAKE_SYNC : 0);
+	int cpu = place_wakeup(g.p, t, waker, stress_rand(seed) % 4 == 0 ? PLACE_WAKE_SYNC : 0);
 	struct place_task_rec *r = place__rec(t);
 	int expect = 0;
 
@@ -66,15 +63,15 @@ static void wake(int i, int waker, unsigned *seed)
 		oracle_fail("place_task_claimed disagrees for CPU %d, task %d", cpu, i);
 	if (r->claim_gen && !atomic_compare_exchange_strong(&g.owner[cpu], &expect, i + 1))
 		oracle_fail("CPU %d claimed twice (held by task %d)", cpu, expect - 1);
-	if (r->claim_gen && rnd(seed) % 16 == 0) {
+	if (r->claim_gen && stress_rand(seed) % 16 == 0) {
 		atomic_store(&g.owner[cpu], 0);
 		if (place_claim_release(g.p, cpu) != 0)
 			oracle_fail("releasing our own claim on CPU %d failed (task %d)", cpu, i);
 		atomic_fetch_add(&g.releases, 1);
-		push(&g.sleeping, i);
+		stress_queue_push(&g.sleeping, i);
 		return;
 	}
-	push(&g.q[cpu], i);
+	stress_queue_push(&g.q[cpu], i);
 }
 
 /* The claim of task i ends when it starts: clear the oracle first. */
@@ -102,10 +99,10 @@ static void *worker(void *arg)
 	bool parked = false;
 
 	while (!atomic_load(&g.stop)) {
-		int i = pop(&g.q[cpu]);
+		int i = stress_queue_pop(&g.q[cpu]);
 
-		if (i < 0 && rnd(&seed) % 4 == 0) { /* steal */
-			i = pop(&g.q[rnd(&seed) % NCPU]);
+		if (i < 0 && stress_rand(&seed) % 4 == 0) { /* steal */
+			i = stress_queue_pop(&g.q[stress_rand(&seed) % NCPU]);
 			if (i >= 0)
 				atomic_fetch_add(&g.steals, 1);
 		}
@@ -120,13 +117,13 @@ static void *worker(void *arg)
 		start(cpu, i);
 		for (volatile int spin = 0; spin < 200; spin++)
 			;
-		if (rnd(&seed) % 8 == 0) {
+		if (stress_rand(&seed) % 8 == 0) {
 			place_run_end(g.p, cpu, &g.task[i], PLACE_RUN_PREEMPT);
-			push(&g.q[cpu], i);
+			stress_queue_push(&g.q[cpu], i);
 		} else {
 			place_run_end(g.p, cpu, &g.task[i], PLACE_RUN_SLEEP);
-			if (rnd(&seed) % 4 == 0)
-				push(&g.sleeping, i);
+			if (stress_rand(&seed) % 4 == 0)
+				stress_queue_push(&g.sleeping, i);
 			else
 				wake(i, cpu, &seed);
 		}
@@ -140,7 +137,7 @@ static void *external(void *arg)
 	unsigned seed = (unsigned)(intptr_t)arg;
 
 	while (!atomic_load(&g.stop)) {
-		int i = pop(&g.sleeping);
+		int i = stress_queue_pop(&g.sleeping);
 
 		if (i < 0)
 			sched_yield();
@@ -189,20 +186,20 @@ START_TEST(t_claims_are_exclusive)
 	ck_assert_int_eq(place_create(&g.p, topo, &cfg), 0);
 	place_topo_free(topo);
 	for (int cpu = 0; cpu < NCPU; cpu++) {
-		pthread_mutex_init(&g.q[cpu].lock, NULL);
+		ck_assert(stress_queue_init(&g.q[cpu], NTASK));
 		ck_assert_int_eq(place_worker_register(g.p, cpu, 0), 0);
 	}
-	pthread_mutex_init(&g.sleeping.lock, NULL);
+	ck_assert(stress_queue_init(&g.sleeping, NTASK));
 	for (int i = 0; i < NTASK; i++) {
 		place_task_init(&g.task[i], 0, 0);
-		push(&g.sleeping, i);
+		stress_queue_push(&g.sleeping, i);
 	}
 	for (int k = 0; k < NCPU; k++)
 		pthread_create(&th[k], NULL, worker, (void *)(intptr_t)k);
 	for (int k = 0; k < NEXTERNAL; k++)
 		pthread_create(&th[NCPU + k], NULL, external, (void *)(intptr_t)(k + 100));
-	t0 = wall_ns();
-	while (wall_ns() - t0 < RUN_NS && !atomic_load(&g.failed))
+	t0 = stress_wall_ns();
+	while (stress_wall_ns() - t0 < RUN_NS && !atomic_load(&g.failed))
 		usleep(10000);
 	atomic_store(&g.stop, 1);
 	for (int k = 0; k < NCPU + NEXTERNAL; k++)
@@ -223,6 +220,9 @@ START_TEST(t_claims_are_exclusive)
 	ck_assert_uint_eq(st.claims_released, (uint64_t)atomic_load(&g.releases));
 	ck_assert_uint_gt(st.claims, 100);
 	check_quiescent();
+	for (int cpu = 0; cpu < NCPU; cpu++)
+		stress_queue_free(&g.q[cpu]);
+	stress_queue_free(&g.sleeping);
 	place_destroy(g.p);
 }
 END_TEST

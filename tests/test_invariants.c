@@ -54,6 +54,7 @@
 #include <time.h>
 
 #include "place.h"
+#include "stresslib.h"
 #include "testlib.h"
 
 #define NTHREADS 6
@@ -90,13 +91,8 @@ struct task {
 	long woken, ran, released;
 };
 
-struct queue {
-	pthread_mutex_t lock;
-	int n, *item;
-};
-
 struct cpu {
-	struct queue q;
+	struct stress_queue q;
 	int owner_thread;
 	/* registration sequence: +1 before and +1 after every register and
 	 * unregister call, so seq % 4 == 0 stably registered, 2 stably not */
@@ -127,7 +123,7 @@ static struct {
 	int *dense;               /* [cpu_limit] OS -> index in os[], -1 */
 	struct cpu *cpu;          /* [nr_cpus] */
 	struct task task[MAX_TASKS];
-	struct queue sleeping;
+	struct stress_queue sleeping;
 	atomic_int *owner;        /* [nr_cpus] task + 1 holding the claim, 0 none */
 	atomic_int in_call;       /* libplace calls in flight, for the overlap figure */
 	atomic_int stop, failed, inflight;
@@ -137,11 +133,7 @@ static struct {
 	char why[512];
 } g;
 
-#define FAIL(...)                                                                                  \
-	do {                                                                                       \
-		if (atomic_exchange(&g.failed, 1) == 0)                                            \
-			snprintf(g.why, sizeof(g.why), __VA_ARGS__);                               \
-	} while (0)
+#define FAIL(...) stress_fail(&g.failed, g.why, sizeof(g.why), __VA_ARGS__)
 
 static void count(enum op op)
 {
@@ -184,27 +176,10 @@ static double now_s(void)
 
 /* ---- queues ---------------------------------------------------------------- */
 
-static void q_init(struct queue *q)
+static void q_push(struct stress_queue *q, int i)
 {
-	pthread_mutex_init(&q->lock, NULL);
-	q->n = 0;
-	q->item = calloc(MAX_TASKS, sizeof(int));
-}
-
-static void q_free(struct queue *q)
-{
-	pthread_mutex_destroy(&q->lock);
-	free(q->item);
-}
-
-static void q_push(struct queue *q, int i)
-{
-	pthread_mutex_lock(&q->lock);
-	if (q->n >= MAX_TASKS)
+	if (!stress_queue_push(q, i))
 		FAIL("queue overflow: a task is in two queues");
-	else
-		q->item[q->n++] = i;
-	pthread_mutex_unlock(&q->lock);
 }
 
 static bool allowed(const struct task *t, int os)
@@ -214,7 +189,7 @@ static bool allowed(const struct task *t, int os)
 
 /* Pop a task that may run on OS CPU os (the oldest first: FIFO-ish so that
  * nothing starves), or -1. */
-static int q_pop(struct queue *q, int os)
+static int q_pop(struct stress_queue *q, int os)
 {
 	int i = -1;
 
@@ -227,17 +202,6 @@ static int q_pop(struct queue *q, int os)
 		q->n--;
 		break;
 	}
-	pthread_mutex_unlock(&q->lock);
-	return i;
-}
-
-static int q_pop_any(struct queue *q)
-{
-	int i = -1;
-
-	pthread_mutex_lock(&q->lock);
-	if (q->n)
-		i = q->item[--q->n];
 	pthread_mutex_unlock(&q->lock);
 	return i;
 }
@@ -592,7 +556,7 @@ static void work(struct thread *th, int k, bool draining)
 /* Wake a sleeping task, as one of our registered CPUs or as a non-worker. */
 static void waker_step(struct thread *th)
 {
-	int i = q_pop_any(&g.sleeping), waker = PLACE_CPU_NONE;
+	int i = stress_queue_pop(&g.sleeping), waker = PLACE_CPU_NONE;
 
 	if (i < 0)
 		return;
@@ -687,13 +651,13 @@ static void setup(const struct row *row)
 	for (int k = 0; k < g.nr_cpus; k++) {
 		g.os[k] = place_topo_cpu(g.topo, k);
 		g.dense[g.os[k]] = k;
-		q_init(&g.cpu[k].q);
+		ck_assert(stress_queue_init(&g.cpu[k].q, MAX_TASKS));
 		g.cpu[k].owner_thread = k % NTHREADS;
 		g.cpu[k].running = -1;
 		g.cpu[k].registered = true;
 		ck_assert_int_eq(place_worker_register(g.p, g.os[k], 0), 0);
 	}
-	q_init(&g.sleeping);
+	ck_assert(stress_queue_init(&g.sleeping, MAX_TASKS));
 	g.ntasks = 3 * g.nr_cpus < MAX_TASKS ? 3 * g.nr_cpus : MAX_TASKS;
 	for (int i = 0; i < g.ntasks; i++) {
 		task_reset(&g.task[i], &seed);
@@ -707,8 +671,8 @@ static void teardown(void)
 	for (int i = 0; i < g.ntasks; i++)
 		CPU_FREE(g.task[i].set);
 	for (int k = 0; k < g.nr_cpus; k++)
-		q_free(&g.cpu[k].q);
-	q_free(&g.sleeping);
+		stress_queue_free(&g.cpu[k].q);
+	stress_queue_free(&g.sleeping);
 	free(g.os);
 	free(g.dense);
 	free(g.cpu);
