@@ -6,37 +6,12 @@
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -u
-PI=./place-info
-PLAIN=./place-info
-# under build.sh's memcheck stage, check place-info itself (not the shell)
-if [ -n "${PLACE_UNDER_VALGRIND:-}" ] && command -v valgrind >/dev/null 2>&1; then
-	PI="./libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full \
---errors-for-leak-kinds=definite --suppressions=${PLACE_TEST_SRCDIR:-tests}/valgrind.supp ./place-info"
-fi
+. "${PLACE_TEST_SRCDIR:-tests}/testlib.sh"
+use_tool place-info
 FX="${PLACE_TEST_SRCDIR:-tests}/fixtures"
 CORPUS="${PLACE_CORPUS_DIR:-${PLACE_TEST_SRCDIR:-tests}/../../shared/testdata/topologies}"
-TMP=$(mktemp -d) || exit 99
-trap 'rm -rf "$TMP"' EXIT
-checks=0 failures=0
 
-ok() { checks=$((checks + 1)); echo "PASS: $1"; }
-bad() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $1"; }
-
-# expect_error NAME STATUS ARGS...: exit STATUS, one "place-info: " line, no stdout
-expect_error() {
-	name=$1 want=$2
-	shift 2
-	$PI "$@" >"$TMP/out" 2>"$TMP/err"
-	st=$?
-	if [ "$st" -eq "$want" ] && [ ! -s "$TMP/out" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
-		grep -q '^place-info: ' "$TMP/err"; then
-		ok "$name: $(cat "$TMP/err")"
-	else
-		bad "$name: exit $st (want $want), stderr: $(cat "$TMP/err")"
-	fi
-}
-
-if $PI --help | grep -q '^usage: place-info'; then ok "--help"; else bad "--help"; fi
+if $TOOL --help | grep -q '^usage: place-info'; then ok "--help"; else bad "--help"; fi
 
 cat >"$TMP/sparse.truth" <<'TRUTH'
 #pu_os_index	core_logical_index	llc_logical_index	numa_os_index	package_logical_index	llc_level
@@ -49,13 +24,13 @@ cat >"$TMP/sparse.truth" <<'TRUTH'
 104	2	1	0	1	2
 110	3	1	0	1	2
 TRUTH
-if $PI --format truth --topology "xml:$FX/sparse.xml" | diff "$TMP/sparse.truth" - >&2; then
+if $TOOL --format truth --topology "xml:$FX/sparse.xml" | diff "$TMP/sparse.truth" - >&2; then
 	ok "truth format of fixtures/sparse.xml"
 else
 	bad "truth format of fixtures/sparse.xml"
 fi
 for fmt in console tsv; do
-	if $PI --format=$fmt --topology "xml:$FX/hybrid.xml" >"$TMP/out" && [ -s "$TMP/out" ]; then
+	if $TOOL --format=$fmt --topology "xml:$FX/hybrid.xml" >"$TMP/out" && [ -s "$TMP/out" ]; then
 		ok "--format=$fmt"
 	else
 		bad "--format=$fmt"
@@ -64,8 +39,8 @@ done
 # The console picture: every box line has the picture's width, and the core
 # tokens ("[0 128]") name every usable CPU exactly once.
 picture_ok() { # SOURCE
-	$PI --topology "$1" >"$TMP/pic" || return 1
-	$PLAIN --topology "$1" --format tsv | awk '/^[0-9]/ { print $1 }' | sort -n >"$TMP/pic.want"
+	$TOOL --topology "$1" >"$TMP/pic" || return 1
+	$TOOL_PLAIN --topology "$1" --format tsv | awk '/^[0-9]/ { print $1 }' | sort -n >"$TMP/pic.want"
 	sed -n '/^[+|]/p' "$TMP/pic" | awk '{ w[length($0)] = 1 } END { n = 0; for (k in w) n++; exit n != 1 }' || return 1
 	grep -o '\[[0-9 ]*\]' "$TMP/pic" | tr -d '[]' | tr ' ' '\n' | sort -n | cmp -s - "$TMP/pic.want"
 }
@@ -73,12 +48,13 @@ for src in "synthetic:pack:2 [numa] l3:8 core:8 pu:2(indexes=core)" "synthetic:p
 	"xml:$FX/hybrid.xml" "xml:$FX/sparse.xml"; do
 	if picture_ok "$src"; then ok "console picture: $src"; else bad "console picture: $src"; fi
 done
-if PLACE_TOPOLOGY="synthetic:pack:1 core:3 pu:1" $PI --format tsv | grep -c '^[0-9]' | grep -qx 3; then
+if PLACE_TOPOLOGY="synthetic:pack:1 core:3 pu:1" $TOOL --format tsv | grep -c '^[0-9]' | grep -qx 3; then
 	ok "PLACE_TOPOLOGY replaces the live machine"
 else
 	bad "PLACE_TOPOLOGY replaces the live machine"
 fi
 
+# expect_error NAME STATUS ARGS... (testlib.sh): exit STATUS, one "place-info: " line, no stdout
 expect_error "missing file" 1 --topology xml:/nonexistent/libplace.xml
 expect_error "XML v3" 1 --topology "xml:$FX/v3.xml"
 expect_error "truncated XML" 1 --topology "xml:$FX/truncated.xml"
@@ -99,7 +75,7 @@ if [ -d "$CORPUS" ]; then
 			continue
 		fi
 		total=$((total + 1))
-		if $PLAIN --format truth --topology "xml:$xml" | cmp -s - "$truth"; then
+		if $TOOL_PLAIN --format truth --topology "xml:$xml" | cmp -s - "$truth"; then
 			matched=$((matched + 1))
 		else
 			bad "corpus: $(basename "$xml") differs from its truth"

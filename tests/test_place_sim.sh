@@ -7,26 +7,16 @@
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -u
-PS=./place-sim
-if [ -n "${PLACE_UNDER_VALGRIND:-}" ] && command -v valgrind >/dev/null 2>&1; then
-	PS="./libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full \
---errors-for-leak-kinds=definite --suppressions=${PLACE_TEST_SRCDIR:-tests}/valgrind.supp ./place-sim"
-fi
+. "${PLACE_TEST_SRCDIR:-tests}/testlib.sh"
+use_tool place-sim
 TOPO='synthetic:pack:2 [numa] l3:2 core:4 pu:2(indexes=core)'
 SMALL="--groups 2 --senders 4 --receivers 4 --loops 3 --workers 4 --rounds 5 --pairs 3 --hops 20 --threads 8 --iters 3"
-TMP=$(mktemp -d) || exit 99
-trap 'rm -rf "$TMP"' EXIT
-checks=0 failures=0
-
-ok() { checks=$((checks + 1)); echo "PASS: $1"; }
-bad() { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL: $1"; }
-
 sim() {
 	# shellcheck disable=SC2086
-	$PS --topology "$TOPO" $SMALL --quiet --no-host-time "$@"
+	$TOOL --topology "$TOPO" $SMALL --quiet --no-host-time "$@"
 }
 
-if $PS --help | grep -q '^usage: place-sim'; then ok "--help"; else bad "--help"; fi
+if $TOOL --help | grep -q '^usage: place-sim'; then ok "--help"; else bad "--help"; fi
 
 for w in hackbench schbench pingpong stream mix; do
 	for f in table tsv; do
@@ -57,8 +47,8 @@ for t in "$SMT2" "$SMT4" "$TOPO" "$NODES8"; do
 	*) w=tenants args=$TN pols=sis_core,sis_core-cookies,linear,linear-cookies ;; esac
 	# shellcheck disable=SC2086
 	for f in table tsv; do
-		$PS --topology "$t" --quiet --no-host-time --workload $w $args --policies $pols --format $f >"$TMP/a" 2>"$TMP/err.a"
-		$PS --topology "$t" --quiet --no-host-time --workload $w $args --policies $pols --format $f >"$TMP/b"
+		$TOOL --topology "$t" --quiet --no-host-time --workload $w $args --policies $pols --format $f >"$TMP/a" 2>"$TMP/err.a"
+		$TOOL --topology "$t" --quiet --no-host-time --workload $w $args --policies $pols --format $f >"$TMP/b"
 		if [ -s "$TMP/a" ] && cmp -s "$TMP/a" "$TMP/b" && [ ! -s "$TMP/err.a" ]; then
 			ok "$w on $t --format $f: same seed, same bytes"
 		else
@@ -118,19 +108,7 @@ else
 	bad "--summary: $(cat "$TMP/sum")"
 fi
 
-# expect_error NAME STATUS ARGS...
-expect_error() {
-	name=$1 want=$2
-	shift 2
-	$PS "$@" >"$TMP/out" 2>"$TMP/err"
-	st=$?
-	if [ "$st" -eq "$want" ] && [ ! -s "$TMP/out" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
-		grep -q '^place-sim: ' "$TMP/err"; then
-		ok "$name: $(cat "$TMP/err")"
-	else
-		bad "$name: exit $st (want $want), stdout $(wc -c <"$TMP/out") bytes, stderr: $(cat "$TMP/err")"
-	fi
-}
+# expect_error NAME STATUS ARGS... (testlib.sh): exit STATUS, one "place-sim: " line, no stdout
 expect_error "unknown option" 2 --bogus
 expect_error "unknown workload" 2 --workload nope
 expect_error "unknown policy" 2 --policies sis_core,nope
