@@ -1,8 +1,8 @@
 /*
  * Shared by the threaded stress suites (test_cookie_stress, test_engine_stress,
- * test_invariants): the oracle's task queues, the suites' random numbers, a
- * wall clock, and the first-failure-wins message a worker thread leaves for
- * the main thread to assert on.
+ * test_reconf_stress, test_invariants): the oracle's task queues, the
+ * suites' random numbers, a wall clock, and the first-failure-wins message
+ * a worker thread leaves for the main thread to assert on.
  *
  * None of this is what the suites test: the queues take a mutex on purpose,
  * so that only libplace's paths are lock-free. Everything here is static

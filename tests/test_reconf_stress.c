@@ -39,10 +39,10 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rcu.h"
+#include "stresslib.h"
 #include "test_engine.h"
 #include "testlib.h"
 
@@ -61,14 +61,12 @@ static const char *const topo_src[NTOPO] = {
 };
 static const unsigned topo_mask[NTOPO] = { 0xff, 0x0f, 0xf0, 0x55 };
 
-#include "stress_queue.h"
-
 static struct {
 	place *p;
 	place_topo *topo[NTOPO];
 	place_task task[NTASK];
-	struct queue q[NCPU];
-	struct queue sleeping;
+	struct stress_queue q[NCPU];
+	struct stress_queue sleeping;
 	atomic_int owner[NCPU];   /* task + 1 holding a claim on the CPU, 0 none */
 	atomic_uint seq;          /* swaps: odd while one runs */
 	atomic_uint hist[HIST];   /* hist[k % HIST]: topology k's CPU mask */
@@ -84,8 +82,7 @@ static struct {
 
 static void oracle_fail(const char *fmt, int a, int b, int c)
 {
-	if (atomic_exchange(&g.failed, 1) == 0)
-		snprintf(g.why, sizeof(g.why), fmt, a, b, c);
+	stress_fail(&g.failed, g.why, sizeof(g.why), fmt, a, b, c);
 }
 
 /* The CPUs of every topology current at some point between two reads of seq. */
@@ -104,7 +101,7 @@ static void wake(int i, int waker, unsigned *seed)
 {
 	place_task *t = &g.task[i];
 	unsigned s0 = atomic_load(&g.seq), s1, allowed;
-	int cpu = place_wakeup(g.p, t, waker, rnd(seed) % 4 == 0 ? PLACE_WAKE_SYNC : 0);
+	int cpu = place_wakeup(g.p, t, waker, stress_rand(seed) % 4 == 0 ? PLACE_WAKE_SYNC : 0);
 	struct place_task_rec *r = place__rec(t);
 	int expect = 0;
 
@@ -125,16 +122,16 @@ static void wake(int i, int waker, unsigned *seed)
 	if (r->claim_gen && !atomic_compare_exchange_strong(&g.owner[cpu], &expect, i + 1))
 		oracle_fail("CPU %d claimed twice (held by task %d, now %d)", cpu, expect - 1, i);
 	atomic_fetch_add(&g.inflight, 1);
-	if (r->claim_gen && rnd(seed) % 16 == 0) { /* delivery failed: released, back to sleep */
+	if (r->claim_gen && stress_rand(seed) % 16 == 0) { /* delivery failed: released, back to sleep */
 		atomic_store(&g.owner[cpu], 0);
 		if (place_claim_release(g.p, cpu) != 0)
 			oracle_fail("releasing our own claim on CPU %d failed (task %d)%.0d", cpu, i, 0);
 		atomic_fetch_add(&g.releases, 1);
 		atomic_fetch_sub(&g.inflight, 1);
-		push(&g.sleeping, i);
+		stress_queue_push(&g.sleeping, i);
 		return;
 	}
-	push(&g.q[cpu], i);
+	stress_queue_push(&g.q[cpu], i);
 }
 
 /* The claim task i holds (if still held) ends when it starts: free the
@@ -194,14 +191,14 @@ static void run_one(int cpu, int i, bool registered, unsigned *seed)
 	for (volatile int spin = 0; spin < 200; spin++)
 		;
 	atomic_fetch_add(&g.runs, 1);
-	if (rnd(seed) % 8 == 0) {
+	if (stress_rand(seed) % 8 == 0) {
 		place_run_end(g.p, cpu, &g.task[i], PLACE_RUN_PREEMPT);
-		push(&g.q[cpu], i);
+		stress_queue_push(&g.q[cpu], i);
 		return;
 	}
 	place_run_end(g.p, cpu, &g.task[i], PLACE_RUN_SLEEP);
-	if (atomic_load(&g.drain) || rnd(seed) % 4 == 0)
-		push(&g.sleeping, i);
+	if (atomic_load(&g.drain) || stress_rand(seed) % 4 == 0)
+		stress_queue_push(&g.sleeping, i);
 	else
 		wake(i, cpu, seed);
 	atomic_fetch_sub(&g.inflight, 1);
@@ -214,7 +211,7 @@ static void *worker(void *arg)
 	bool registered = true, parked = false;
 
 	for (;;) {
-		int i = pop(&g.q[cpu]);
+		int i = stress_queue_pop(&g.q[cpu]);
 
 		if (i >= 0) {
 			parked = false;
@@ -237,7 +234,7 @@ static void *external(void *arg)
 	unsigned seed = (unsigned)(intptr_t)arg;
 
 	while (!atomic_load(&g.stop)) {
-		int i = pop(&g.sleeping);
+		int i = stress_queue_pop(&g.sleeping);
 
 		if (i < 0)
 			sched_yield();
@@ -273,10 +270,10 @@ static void swap_to(int r)
  */
 static bool wait_for_worker(unsigned cur, unsigned r)
 {
-	uint64_t t0 = wall_ns();
+	uint64_t t0 = stress_wall_ns();
 
 	while (!(atomic_load(&g.registered) & topo_mask[cur] & topo_mask[r])) {
-		if (wall_ns() - t0 > 2000000000u) {
+		if (stress_wall_ns() - t0 > 2000000000u) {
 			oracle_fail("no worker of topology %d registered after 2 s (mask %#x)%.0d", (int)r,
 				    (int)atomic_load(&g.registered), 0);
 			return false;
@@ -292,7 +289,7 @@ static void *swapper(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&g.stop)) {
-		unsigned r = (cur + 1 + rnd(&seed) % (NTOPO - 1)) % NTOPO; /* any other one */
+		unsigned r = (cur + 1 + stress_rand(&seed) % (NTOPO - 1)) % NTOPO; /* any other one */
 
 		if (!(topo_mask[cur] & topo_mask[r]))
 			r = 0; /* disjoint: by the whole machine */
@@ -323,22 +320,22 @@ START_TEST(t_swaps_under_load)
 	printf("\n");
 	atomic_store(&g.hist[0], topo_mask[0]);
 	atomic_store(&g.registered, (1u << NCPU) - 1);
-	pthread_mutex_init(&g.sleeping.lock, NULL);
+	ck_assert(stress_queue_init(&g.sleeping, NTASK));
 	for (int cpu = 0; cpu < NCPU; cpu++) {
-		pthread_mutex_init(&g.q[cpu].lock, NULL);
+		ck_assert(stress_queue_init(&g.q[cpu], NTASK));
 		ck_assert_int_eq(place_worker_register(g.p, cpu, 0), 0);
 	}
 	for (int i = 0; i < NTASK; i++) {
 		place_task_init(&g.task[i], 0, 0);
-		push(&g.sleeping, i);
+		stress_queue_push(&g.sleeping, i);
 	}
 	for (int cpu = 0; cpu < NCPU; cpu++)
 		pthread_create(&w[cpu], NULL, worker, (void *)(intptr_t)cpu);
 	for (int k = 0; k < NEXTERNAL; k++)
 		pthread_create(&x[k], NULL, external, (void *)(intptr_t)(k + 101));
 	pthread_create(&s, NULL, swapper, NULL);
-	t0 = wall_ns();
-	while (wall_ns() - t0 < run_ns && !atomic_load(&g.failed))
+	t0 = stress_wall_ns();
+	while (stress_wall_ns() - t0 < run_ns && !atomic_load(&g.failed))
 		usleep(10000);
 	atomic_store(&g.stop, 1);
 	for (int k = 0; k < NEXTERNAL; k++)
@@ -350,7 +347,7 @@ START_TEST(t_swaps_under_load)
 	printf("%ld wakeups (%ld with no swap in flight, checked exactly), %ld runs, %ld swaps, "
 	       "%ld releases, %ld workers left and came back, %ld tasks re-woken from a departed "
 	       "worker, %.1f s\n", g.wakeups, g.strict, g.runs, g.swaps, g.releases, g.leaves,
-	       g.rewakes, (double)(wall_ns() - t0) / 1e9);
+	       g.rewakes, (double)(stress_wall_ns() - t0) / 1e9);
 	ck_assert_msg(!g.failed, "%s", g.why);
 	ck_assert_int_gt(g.swaps, 10);
 	ck_assert_int_gt(g.strict, 100);
@@ -364,6 +361,9 @@ START_TEST(t_swaps_under_load)
 			      "CPU %d state %#llx at the end", cpu, (unsigned long long)st);
 		ck_assert_int_eq(atomic_load(&g.owner[cpu]), 0);
 	}
+	for (int cpu = 0; cpu < NCPU; cpu++)
+		stress_queue_free(&g.q[cpu]);
+	stress_queue_free(&g.sleeping);
 	place_destroy(g.p);
 	for (int r = 0; r < NTOPO; r++)
 		place_topo_free(g.topo[r]);
