@@ -8,7 +8,8 @@
  * engine call: register, unregister, wakeup, idle_enter, run_begin, run_end,
  * claim_release, stats_read, task_set_cpus, task_set_cookie (cookies 0, 1,
  * 2), task_set_group (groups 0, 1, 2 and one above max_groups; byte 0 from
- * 0xf0 up picks a topology of two NUMA nodes), plus a clock step and calls
+ * 0xf0 up picks a topology of two NUMA nodes), task_forget (opcode 11,
+ * which was a clock step before it existed), plus a clock step and calls
  * with a NULL instance. Arguments cover invalid values too: CPUs below 0, past
  * cpu_limit, INT_MIN/INT_MAX, NULL and never-initialised task records,
  * unknown flags, unknown run_end modes, empty and short cpu sets.
@@ -564,6 +565,29 @@ static void op_idle_enter(struct run *r)
 	CHECK(after.state[d] == (before.state[d] | PLACE_ST_IDLE));
 }
 
+/* place_task_forget: outside the contract while t runs (not decoded then). */
+static void op_forget(struct run *r)
+{
+	int ti = arg_task(r), ret, expect = task_valid(ti) ? 0 : -EINVAL;
+	place_task *t = task_ptr(r, ti);
+	struct snap before, after;
+
+	if (task_valid(ti) && r->ts[ti] == T_RUNNING)
+		return;
+	take_snap(r, &before);
+	ret = place_task_forget(r->p, t);
+	TRACE("#%d task_forget(task %d) = %d\n", op_index, ti, ret);
+	take_snap(r, &after);
+	CHECK(ret == expect);
+	if (ret) {
+		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
+		return;
+	}
+	CHECK(place__rec(t)->queued_cpu == -1 && place__rec(t)->claim_gen == 0);
+	CHECK(place__rec(t)->numa_pending == 0);
+	r->ts[ti] = T_SLEEP; /* holds nothing: the agreement check sees its CPU's QUEUED go */
+}
+
 static void op_claim_release(struct run *r)
 {
 	int cpu = arg_cpu(r), d = dense(r, cpu), ret, expect = 0;
@@ -776,6 +800,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			} else if (op & 0x20) {
 				op_name = "task_set_group";
 				op_set_group(&r);
+			} else if (op == 11) {
+				op_name = "task_forget";
+				op_forget(&r);
 			} else {
 				op_name = "clock";
 				r.now += (uint64_t)next(&r) * 100000;
