@@ -325,7 +325,7 @@ static inline uint64_t place__now(const struct place *p)
 /* OS number -> dense index, or -1 when cpu is not usable. */
 static inline int place__dense(const struct place *p, int os)
 {
-	if (os < 0 || os >= p->cpu_limit)
+	if ((unsigned)os >= (unsigned)p->cpu_limit) /* os < 0 too */
 		return -1;
 	return p->dense_of[os];
 }

@@ -492,8 +492,7 @@ static enum place_stat_id stack_cpu(struct wake *w)
  * w->cpu, or hit_fallback. */
 static enum place_stat_id select_idle_sibling(struct wake *w)
 {
-	int target = w->target, prev = w->prev;
-	int recent = place__dense(w->p, w->r->recent_used_cpu);
+	int target = w->target, prev = w->prev, recent;
 	bool core;
 
 	/* target is usually prev, whose state wake_init just read */
@@ -501,6 +500,7 @@ static enum place_stat_id select_idle_sibling(struct wake *w)
 		return PLACE_STAT_hit_target;
 	if (prev >= 0 && prev != target && same_llc(w, prev, target) && take(w, prev))
 		return PLACE_STAT_hit_prev;
+	recent = place__dense(w->p, w->r->recent_used_cpu); /* before we overwrite it */
 	if (!(w->flags & PLACE_WAKE_NOCLAIM))
 		w->r->recent_used_cpu = prev >= 0 ? map_of(w, prev)->os : -1;
 	if (recent >= 0 && recent != prev && recent != target && same_llc(w, recent, target) &&
@@ -594,8 +594,7 @@ static int wake_commit(struct wake *w, enum place_stat_id level)
 		w->r->queued_cpu = map_of(w, w->cpu)->os;
 		w->r->claim_gen = w->gen;
 	}
-	place__count(p, w->waker, llc, PLACE_STAT_wakeups, 1);
-	place__count(p, w->waker, llc, level, 1);
+	place__count(p, w->waker, llc, level, 1); /* wakeups: their sum (stats.c) */
 	place__count(p, w->waker, llc, PLACE_STAT_cpus_probed, w->probes);
 	if (w->gen)
 		place__count(p, w->waker, llc, PLACE_STAT_claims, 1);
