@@ -47,21 +47,16 @@ void place__idle_publish(struct place *p, int cpu)
 	struct place_llc *llc = &p->llc[m->llc];
 
 	place_fence_rmw_load(); /* our IDLE/claim RMW before the mask loads; pairs with repair() */
-	switch (p->policy) {
-	case PLACE_POLICY_SIS_CORE:
-		if (!place_mask_any_in(llc->icpus, m->core_lo, m->smt))
-			place_mask_set(llc->icpus, m->pos);
-		/* fall through */
-	case PLACE_POLICY_LINEAR:
-		if (llc->smt && !place_load_32(&llc->has_idle_cores) && place__core_available(p, cpu))
-			place_store_32(&llc->has_idle_cores, 1);
-		break;
-	case PLACE_POLICY_EXACT:
+	if (p->policy == PLACE_POLICY_EXACT) {
 		place_mask_set(llc->icpus, m->pos);
 		if (place__core_available(p, cpu))
 			place_mask_set(llc->icores, m->core_lo);
-		break;
+		return;
 	}
+	if (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
+		place_mask_set(llc->icpus, m->pos);
+	if (llc->smt && !place_load_32(&llc->has_idle_cores) && place__core_available(p, cpu))
+		place_store_32(&llc->has_idle_cores, 1);
 }
 
 /* EXACT: cpu is no longer available (busy, claimed, unregistered). */
@@ -197,7 +192,7 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
-	if (place__cookie_on(p, d) && p->slot[d].forced_since)
+	if (p->slot[d].forced_since) /* only a cookie refusal sets it */
 		place__cookie_idle(p, d); /* a forced-idle period ends */
 	/* RMW on the state word; partners: a claim ending in start_delivery()
 	 * or place_claim_release() (either it sees IDLE or we see no claim),
