@@ -8,8 +8,9 @@
  * engine call: register, unregister, wakeup, idle_enter, run_begin, run_end,
  * claim_release, stats_read, task_set_cpus, task_set_cookie (cookies 0, 1,
  * 2), task_set_group (groups 0, 1, 2 and one above max_groups; byte 0 from
- * 0xf0 up picks a topology of two NUMA nodes), task_forget (opcode 11,
- * which was a clock step before it existed), plus a clock step and calls
+ * 0xf0 up picks a topology of two NUMA nodes), task_forget (opcode 11) and
+ * set_topology (opcode 23; both were clock steps before they existed), plus
+ * a clock step and calls
  * with a NULL instance. Arguments cover invalid values too: CPUs below 0, past
  * cpu_limit, INT_MIN/INT_MAX, NULL and never-initialised task records,
  * unknown flags, unknown run_end modes, empty and short cpu sets.
@@ -91,12 +92,12 @@ static const char *op_name = "create";
  * runs another cookie could return an available idle CPU without claiming it.
  */
 /* Printed at exit: how much of the work ran under the full oracle. */
-static unsigned long n_inputs, n_calls, n_checked;
+static unsigned long n_inputs, n_calls, n_checked, n_swaps;
 
 static void report(void)
 {
-	fprintf(stderr, "fuzz_api: %lu inputs, %lu calls, %lu of them checked with the state agreement\n",
-		n_inputs, n_calls, n_checked);
+	fprintf(stderr, "fuzz_api: %lu inputs, %lu calls, %lu of them checked with the state agreement, "
+		"%lu topology swaps\n", n_inputs, n_calls, n_checked, n_swaps);
 }
 
 static int trace; /* PLACE_FUZZ_TRACE=1: print each call and the state words (replaying one input) */
@@ -113,6 +114,18 @@ static place_topo *topos[NR_TOPOS];
 /* Byte 0 from 0xf0 up: two NUMA nodes of 2 SMT2 cores (NUMA groups matter). */
 #define NUMA_SOURCE "synthetic:pack:2 [numa] l3:1 core:2 pu:2"
 static place_topo *numa_topo;
+/* place_set_topology's arguments: restrictions of some of the topologies
+ * above (the first CPUs, grouped as there) and shapes that are not; the
+ * instance's own topology is tried too. */
+static const char *const swap_sources[] = {
+	"synthetic:pack:1 l3:1 core:1 pu:2",        /* CPUs 0-1, one SMT2 core */
+	"synthetic:pack:1 l3:1 core:1 pu:4",        /* CPUs 0-3, one SMT4 core */
+	"synthetic:pack:1 l3:1 core:2 pu:1",        /* CPUs 0-1, one core each */
+	"synthetic:pack:1 [numa] l3:1 core:2 pu:2", /* CPUs 0-3, node 0 */
+	"synthetic:pack:1 l3:1 core:20 pu:2",       /* CPUs 0-39 */
+};
+#define NR_SWAPS (sizeof(swap_sources) / sizeof(swap_sources[0]))
+static place_topo *swap_topos[NR_SWAPS];
 
 #define NT 6            /* valid task records */
 #define NR_TASK_ARGS 8  /* + NULL + a record never initialised */
@@ -285,11 +298,11 @@ static bool task_valid(int i)
 	return i < NT;
 }
 
-/* Any registered CPU in t's set? */
+/* Any usable CPU (registered, in the current topology) in t's set? */
 static bool any_allowed(const struct run *r, const place_task *t)
 {
 	for (int d = 0; d < r->nr_cpus; d++)
-		if ((r->p->cpu[d].state & PLACE_ST_REGISTERED) && place__allowed(r->p, t, d))
+		if (place__st_usable(r->p->cpu[d].state) && place__allowed(r->p, t, d))
 			return true;
 	return false;
 }
@@ -384,7 +397,7 @@ static void op_wakeup(struct run *r)
 	r->wakeups++;
 	d = dense(r, ret);
 	CHECK(d >= 0);
-	CHECK(r->p->cpu[d].state & PLACE_ST_REGISTERED);
+	CHECK(place__st_usable(r->p->cpu[d].state)); /* registered, not OFFLINE */
 	CHECK(place__allowed(r->p, t, d));
 	if (flags & PLACE_WAKE_NOCLAIM) {
 		CHECK(same_states(r, &before, &after));
@@ -497,7 +510,7 @@ static void op_register(struct run *r)
 
 	if (flags)
 		expect = -EINVAL;
-	else if (d < 0)
+	else if (d < 0 || (r->p->cpu[d].state & PLACE_ST_OFFLINE))
 		expect = -ENODEV;
 	else if (r->p->cpu[d].state & PLACE_ST_REGISTERED)
 		expect = -EEXIST;
@@ -563,6 +576,40 @@ static void op_idle_enter(struct run *r)
 	}
 	/* Only the IDLE bit moves: an idle edge never ends a claim. */
 	CHECK(after.state[d] == (before.state[d] | PLACE_ST_IDLE));
+}
+
+/* place_set_topology: to the instance's own topology (always accepted), to
+ * one of the swap or base topologies (a restriction or -EXDEV), or NULL
+ * (-EINVAL). Success: exactly the CPUs t lacks are OFFLINE, nothing else in
+ * a state word moved; failure: nothing changed. The oracle reads usability
+ * from the OFFLINE bit, so wakeups and registers are checked against it. */
+static void op_set_topology(struct run *r)
+{
+	uint8_t b = next(r);
+	unsigned n = NR_SWAPS + NR_TOPOS + 2, k = b % n;
+	const place_topo *t = k < NR_SWAPS ? swap_topos[k] : k < NR_SWAPS + NR_TOPOS ? topos[k - NR_SWAPS]
+			      : k == n - 2 ? r->topo : NULL;
+	struct snap before, after;
+	int ret;
+
+	take_snap(r, &before);
+	ret = place_set_topology(r->p, t);
+	TRACE("#%d set_topology(%s) = %d\n", op_index, t ? place_topo_source(t) : "NULL", ret);
+	take_snap(r, &after);
+	CHECK(t ? (ret == 0 || ret == -EXDEV) : ret == -EINVAL);
+	CHECK(t != r->topo || ret == 0);
+	if (ret) {
+		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
+		return;
+	}
+	for (int d = 0; d < r->nr_cpus; d++) {
+		int os = r->p->map[d].os;
+		bool in = os < place_topo_cpu_limit(t) && place_topo_cpu_info(t, os, &(place_cpu_info){ 0 }) == 0;
+
+		CHECK(!(after.state[d] & PLACE_ST_OFFLINE) == in);
+		CHECK((after.state[d] & ~PLACE_ST_OFFLINE) == (before.state[d] & ~PLACE_ST_OFFLINE));
+	}
+	n_swaps++;
 }
 
 /* place_task_forget: outside the contract while t runs (not decoded then). */
@@ -740,6 +787,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_api: cannot load %s: %s\n", NUMA_SOURCE, place_last_error());
 		abort();
 	}
+	for (size_t i = 0; i < NR_SWAPS; i++)
+		if (place_topo_load(&swap_topos[i], swap_sources[i]) != 0) {
+			fprintf(stderr, "fuzz_api: cannot load %s: %s\n", swap_sources[i], place_last_error());
+			abort();
+		}
 	return 0;
 }
 
@@ -800,6 +852,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			} else if (op & 0x20) {
 				op_name = "task_set_group";
 				op_set_group(&r);
+			} else if (op == 23) {
+				op_name = "set_topology";
+				op_set_topology(&r);
 			} else if (op == 11) {
 				op_name = "task_forget";
 				op_forget(&r);
