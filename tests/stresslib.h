@@ -14,6 +14,7 @@
 #define PLACE_STRESSLIB_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -21,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "place.h"
 
 /*
  * A bounded stack of task indexes behind a mutex. Any thread may push and
@@ -84,6 +87,21 @@ static inline unsigned stress_rand(unsigned *seed)
 {
 	*seed = *seed * 1103515245 + 12345;
 	return *seed >> 16;
+}
+
+/* A non-worker waker's loop (PLACE_CPU_NONE): until *stop, wake whatever
+ * the workers put to sleep in *sleeping, with the suite's own wake(). */
+static inline void stress_wake_sleepers(atomic_int *stop, struct stress_queue *sleeping,
+					void (*wake)(int i, int waker, unsigned *seed), unsigned seed)
+{
+	while (!atomic_load(stop)) {
+		int i = stress_queue_pop(sleeping);
+
+		if (i < 0)
+			sched_yield();
+		else
+			wake(i, PLACE_CPU_NONE, &seed);
+	}
 }
 
 /* CLOCK_MONOTONIC in nanoseconds. */

@@ -134,16 +134,7 @@ static void *worker(void *arg)
 
 static void *external(void *arg)
 {
-	unsigned seed = (unsigned)(intptr_t)arg;
-
-	while (!atomic_load(&g.stop)) {
-		int i = stress_queue_pop(&g.sleeping);
-
-		if (i < 0)
-			sched_yield();
-		else
-			wake(i, PLACE_CPU_NONE, &seed);
-	}
+	stress_wake_sleepers(&g.stop, &g.sleeping, wake, (unsigned)(intptr_t)arg);
 	return NULL;
 }
 
