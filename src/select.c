@@ -185,37 +185,42 @@ struct new_pick {
 	uint32_t load;  /* its running + queued (the second key) */
 };
 
-/* LLC l's candidate: a whole idle core, else an idle CPU, else its least
- * loaded usable CPU; *idle counts its available CPUs. -1 when none usable. */
-static int llc_candidate(struct wake *w, int l, int *idle, uint32_t *load)
+/* LLC l's candidate: a whole idle core, else an idle CPU (load 0), else its
+ * least loaded usable CPU; idle counts its available CPUs. cpu -1 when none
+ * is usable. */
+static struct new_pick llc_candidate(struct wake *w, int l)
 {
 	const struct place *p = w->p;
-	int first_idle = -1, first_core = -1, least = -1;
+	struct new_pick c = { .cpu = -1 };
+	int first_idle = -1, first_core = -1;
 
-	*idle = 0;
 	for (int pos = 0; pos < p->llc[l].weight; pos++) {
 		int cpu = place__llc_cpu(p, l, pos);
 		uint64_t s;
+		uint32_t load;
 
 		if (!place__allowed(p, w->t, cpu))
 			continue;
 		s = probe(w, cpu);
 		if (!place__st_usable(s))
 			continue;
-		if (least < 0 || nr_running(w, cpu, s) < *load) {
-			least = cpu;
-			*load = nr_running(w, cpu, s);
+		load = nr_running(w, cpu, s);
+		if (c.cpu < 0 || load < c.load) {
+			c.cpu = cpu;
+			c.load = load;
 		}
 		if (!place__st_available(s))
 			continue;
-		if ((*idle)++ == 0)
+		if (c.idle++ == 0)
 			first_idle = cpu;
 		if (first_core < 0 && place__core_available(p, cpu))
 			first_core = cpu;
 	}
-	if (first_idle >= 0)
-		*load = 0;
-	return first_core >= 0 ? first_core : first_idle >= 0 ? first_idle : least;
+	if (first_idle >= 0) {
+		c.cpu = first_core >= 0 ? first_core : first_idle;
+		c.load = 0;
+	}
+	return c;
 }
 
 static bool new_better(const struct wake *w, const struct new_pick *c, const struct new_pick *best,
@@ -232,10 +237,11 @@ static bool new_better(const struct wake *w, const struct new_pick *c, const str
 
 static int new_target(struct wake *w)
 {
-	struct new_pick best = { .cpu = -1 }, c;
+	struct new_pick best = { .cpu = -1 };
 
 	for (int l = 0; l < w->p->topo->nr_llcs; l++) {
-		c.cpu = llc_candidate(w, l, &c.idle, &c.load);
+		struct new_pick c = llc_candidate(w, l);
+
 		if (c.cpu >= 0 && new_better(w, &c, &best, l))
 			best = c;
 	}
