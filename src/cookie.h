@@ -49,14 +49,20 @@ static inline uint64_t *place__occ(const struct place *p, int cpu)
  * refusal at run_begin or one skipped candidate, never a co-run, because
  * run_begin decides exactly.
  */
-static inline bool place__cookie_fits(const struct place *p, int cpu, uint64_t cookie)
+/* The same with COOKIES known to be on (the wakeup's test): a core of one
+ * CPU never counts anything (every update tests place__cookie_on), so its
+ * {0, 0} admits every cookie without a test of its own. */
+static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t cookie)
 {
 	uint64_t occ[2];
 
-	if (!place__cookie_on(p, cpu))
-		return true;
 	place_load_64_2(place__occ(p, cpu), occ);
 	return !occ[PLACE_OCC_COUNT] || occ[PLACE_OCC_COOKIE] == cookie;
+}
+
+static inline bool place__cookie_fits(const struct place *p, int cpu, uint64_t cookie)
+{
+	return !place__feat(p, PLACE_FEAT_COOKIES) || place__cookie_admits(p, cpu, cookie);
 }
 
 /* Same, with the cookie read from t's record (place_task_set_cookie stores

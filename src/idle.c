@@ -41,7 +41,7 @@ bool place__core_available(const struct place *p, int cpu)
  * SIS_CORE and LINEAR: has_idle_cores when the whole core is available.
  * EXACT: the CPU's bit, and the core's bit when the whole core is.
  */
-void place__idle_publish(struct place *p, int cpu)
+static inline void idle_publish(struct place *p, int cpu)
 {
 	const struct place_cpu_map *m = &p->map[cpu];
 	struct place_llc *llc = &p->llc[m->llc];
@@ -53,10 +53,17 @@ void place__idle_publish(struct place *p, int cpu)
 			place_mask_set(llc->icores, m->core_lo);
 		return;
 	}
-	if (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
+	/* own bit first: a claim or a run never clears it, so usually set */
+	if (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_test(llc->icpus, m->pos) &&
+	    !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
 		place_mask_set(llc->icpus, m->pos);
 	if (llc->smt && !place_load_32(&llc->has_idle_cores) && place__core_available(p, cpu))
 		place_store_32(&llc->has_idle_cores, 1);
+}
+
+void place__idle_publish(struct place *p, int cpu)
+{
+	idle_publish(p, cpu);
 }
 
 /* EXACT: cpu is no longer available (busy, claimed, unregistered). */
@@ -209,7 +216,7 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	/* Not while a wakeup is pending here (seed 001 patch 1): the claimed or
 	 * stacked task is on its way, and this CPU is about to be busy. */
 	if (place__st_available(before | PLACE_ST_IDLE))
-		place__idle_publish(p, d);
+		idle_publish(p, d);
 	place_count_64(&p->slot[d].v[PLACE_STAT_idle_enters], 1);
 	return 0;
 }

@@ -150,7 +150,7 @@ struct place_cpu_map {
 	int smt;     /* number of siblings, itself included */
 	int core;    /* dense core id */
 	int node;    /* dense NUMA node id */
-	int pad;     /* 32 bytes: indexing is a shift */
+	int core_at; /* index of the first sibling in p->llc_cpus (32 bytes: indexing is a shift) */
 };
 _Static_assert(sizeof(struct place_cpu_map) == 32, "place_cpu_map is 32 bytes");
 
@@ -312,6 +312,11 @@ struct place {
 	int *numa_node_cpus;          /* [nr_cpus] */
 };
 
+/* The hot paths keep their state in registers only when every helper that
+ * takes its address is inlined (select.c's ON_COPY): say which ones. */
+#define PLACE_INLINE static inline __attribute__((always_inline))
+#define PLACE_NOINLINE static __attribute__((noinline))
+
 static inline bool place__feat(const struct place *p, unsigned f)
 {
 	return (p->feat & f) != 0;
@@ -334,6 +339,12 @@ static inline int place__dense(const struct place *p, int os)
 static inline int place__llc_cpu(const struct place *p, int l, int pos)
 {
 	return p->llc_cpus[p->llc[l].first + pos];
+}
+
+/* Dense index of the i-th SMT sibling (0 .. m->smt - 1) of the CPU mapped by m. */
+static inline int place__sibling(const struct place *p, const struct place_cpu_map *m, int i)
+{
+	return p->llc_cpus[m->core_at + i];
 }
 
 /* May t run on dense cpu (its cpu_set_t)? Registration is checked apart. */

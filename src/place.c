@@ -101,6 +101,7 @@ static int build_map(struct place *p)
 		for (int i = t->core_start[core]; i < t->core_start[core + 1]; i++)
 			if (t->cpu[t->core_cpus[i]].llc_pos < m->core_lo)
 				m->core_lo = t->cpu[t->core_cpus[i]].llc_pos;
+		m->core_at = t->llc_start[m->llc] + m->core_lo;
 	}
 	for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
 		const struct place_cpu_map *m = &p->map[cpu];

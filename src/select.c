@@ -36,11 +36,28 @@ struct wake {
 	int prev;     /* where t last ran, if still usable */
 	uint64_t prev_state; /* its state when wake_init checked it */
 	int target;   /* wake_affine's choice: the fallback */
+	const struct place_cpu_map *tm; /* the target's map, and its LLC */
+	struct place_llc *tllc;
+	bool cookies;    /* COOKIES on: idle CPUs must fit cookie */
+	uint64_t cookie; /* t's cookie, read once (place_task_set_cookie may race) */
 	int cpu;      /* the CPU found */
 	uint32_t gen; /* its claim */
 	uint32_t group; /* t's NUMA group, read once */
 	uint64_t probes, lost, false_pos;
 };
+
+/*
+ * The wakeup keeps its struct wake in registers: GCC replaces an aggregate
+ * by scalars only while its address never escapes. So every step that is
+ * not inlined (a slow path) runs on a copy, and the copy comes back.
+ */
+#define ON_COPY(w, type, call)                                                                     \
+	({                                                                                         \
+		struct wake copy_ = *(w);                                                          \
+		type ret_ = call(&copy_);                                                          \
+		*(w) = copy_;                                                                      \
+		ret_;                                                                              \
+	})
 
 static const struct place_cpu_map *map_of(const struct wake *w, int cpu)
 {
@@ -52,7 +69,7 @@ static bool same_llc(const struct wake *w, int a, int b)
 	return map_of(w, a)->llc == map_of(w, b)->llc;
 }
 
-static uint64_t probe(struct wake *w, int cpu)
+PLACE_INLINE uint64_t probe(struct wake *w, int cpu)
 {
 	w->probes++;
 	return place__state(w->p, cpu);
@@ -60,7 +77,7 @@ static uint64_t probe(struct wake *w, int cpu)
 
 /* May t go to cpu at all: allowed, served by a worker, in the current
  * topology (not OFFLINE; a stale read is closed by the grace period). */
-static bool usable(struct wake *w, int cpu)
+PLACE_INLINE bool usable(struct wake *w, int cpu)
 {
 	return place__allowed(w->p, w->t, cpu) && place__st_usable(probe(w, cpu));
 }
@@ -72,11 +89,11 @@ static uint32_t nr_running(const struct wake *w, int cpu, uint64_t state)
 
 /* cpu was seen available in state s: make it ours (claim unless answering
  * only). A lost claim means someone else got it: the caller moves on. */
-static inline bool take_seen(struct wake *w, int cpu, uint64_t s)
+PLACE_INLINE bool take_seen(struct wake *w, int cpu, uint64_t s)
 {
 	if (!place__st_available(s))
 		return false;
-	if (!place__cookie_fits_task(w->p, w->r, cpu))
+	if (w->cookies && !place__cookie_admits(w->p, cpu, w->cookie))
 		return false; /* COOKIES: its core runs another cookie (a hint; run_begin decides) */
 	if (w->claim && !place__st_claim(&w->p->cpu[cpu].state, s, &w->gen)) {
 		w->lost++;
@@ -88,7 +105,7 @@ static inline bool take_seen(struct wake *w, int cpu, uint64_t s)
 	return true;
 }
 
-static inline bool take(struct wake *w, int cpu)
+PLACE_INLINE bool take(struct wake *w, int cpu)
 {
 	return place__allowed(w->p, w->t, cpu) && take_seen(w, cpu, probe(w, cpu));
 }
@@ -104,7 +121,7 @@ static struct place_task_rec *waker_rec(struct wake *w)
 	return curr ? place__task_rec(curr) : NULL;
 }
 
-static void record_wakee(struct wake *w, struct place_task_rec *wr)
+PLACE_INLINE void record_wakee(struct wake *w, struct place_task_rec *wr)
 {
 	/* The start of the waker's current run stands in for "now": off by at
 	 * most one run, against a one-second decay, and no clock read. */
@@ -121,7 +138,7 @@ static void record_wakee(struct wake *w, struct place_task_rec *wr)
 }
 
 /* A 1:N waker: both flip counts high, one much higher (kernel wake_wide()). */
-static bool wake_wide(struct wake *w, const struct place_task_rec *wr)
+PLACE_INLINE bool wake_wide(struct wake *w, const struct place_task_rec *wr)
 {
 	uint32_t master = wr->wakee_flips, slave = w->r->wakee_flips;
 	uint32_t factor = (uint32_t)w->p->llc[map_of(w, w->waker)->llc].weight;
@@ -153,7 +170,7 @@ static bool affine_by_load(uint32_t this_nr, uint32_t prev_nr, bool sync)
 }
 
 /* Waker or prev (kernel wake_affine_idle(), then the load comparison). */
-static int wake_affine(struct wake *w)
+PLACE_INLINE int wake_affine(struct wake *w)
 {
 	int this = w->waker, prev = w->prev;
 	bool sync = w->flags & PLACE_WAKE_SYNC;
@@ -235,7 +252,7 @@ static bool new_better(const struct wake *w, const struct new_pick *c, const str
 	return waker_llc;
 }
 
-static int new_target(struct wake *w)
+PLACE_NOINLINE int new_target(struct wake *w)
 {
 	struct new_pick best = { .cpu = -1 };
 
@@ -248,7 +265,7 @@ static int new_target(struct wake *w)
 	return best.cpu;
 }
 
-static int wake_target(struct wake *w)
+PLACE_INLINE int wake_target(struct wake *w)
 {
 	bool waker_ok = w->waker >= 0 && usable(w, w->waker), affine = waker_ok;
 	struct place_task_rec *wr = affine ? waker_rec(w) : NULL;
@@ -259,7 +276,7 @@ static int wake_target(struct wake *w)
 		affine = !wake_wide(w, wr);
 	}
 	if (w->prev < 0)
-		return new_target(w);
+		return ON_COPY(w, int, new_target);
 	choice = affine && w->waker != w->prev && wake_affine(w) == w->waker ? w->waker : w->prev;
 	/* NUMA groups: across nodes, the group decides (numa.c) */
 	if (waker_ok && place__numa_cross(w->p, w->group, w->prev, w->waker)) {
@@ -291,17 +308,15 @@ static void repair(struct wake *w, int cpu)
 	struct place_llc *llc = &w->p->llc[m->llc];
 	uint64_t cleared = 0;
 
-	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++)
-		cleared += place_mask_clear(llc->icpus, pos);
+	for (int i = 0; i < m->smt; i++)
+		cleared += place_mask_clear(llc->icpus, m->core_lo + i);
 	if (!cleared)
 		return;
 	w->false_pos += cleared;
 	place_fence_rmw_load(); /* the clears before the state loads; pairs with idle_enter */
-	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
-		int sib = place__llc_cpu(w->p, m->llc, pos);
-
-		if (place__st_available(probe(w, sib))) {
-			place_mask_set(llc->icpus, pos);
+	for (int i = 0; i < m->smt; i++) {
+		if (place__st_available(probe(w, place__sibling(w->p, m, i)))) {
+			place_mask_set(llc->icpus, m->core_lo + i);
 			return;
 		}
 	}
@@ -319,8 +334,8 @@ static bool scan_core(struct wake *w, int cpu, int *fallback)
 	uint64_t own = 0;
 	bool idle = true, any = false;
 
-	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
-		int sib = place__llc_cpu(w->p, m->llc, pos);
+	for (int i = 0; i < m->smt; i++) {
+		int sib = place__sibling(w->p, m, i);
 		uint64_t s = probe(w, sib);
 
 		if (sib == cpu)
@@ -332,7 +347,8 @@ static bool scan_core(struct wake *w, int cpu, int *fallback)
 			continue;
 		}
 		any = true;
-		if (*fallback < 0 && place__allowed(w->p, w->t, sib) && place__cookie_fits_task(w->p, w->r, sib))
+		if (*fallback < 0 && place__allowed(w->p, w->t, sib) &&
+		    (!w->cookies || place__cookie_admits(w->p, sib, w->cookie)))
 			*fallback = sib;
 	}
 	if (idle)
@@ -352,8 +368,8 @@ static bool scan_smt(struct wake *w, int cpu)
 	const struct place_cpu_map *m = map_of(w, cpu);
 	bool any = false;
 
-	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
-		int sib = place__llc_cpu(w->p, m->llc, pos);
+	for (int i = 0; i < m->smt; i++) {
+		int sib = place__sibling(w->p, m, i);
 		uint64_t s = probe(w, sib);
 
 		if (!place__st_available(s))
@@ -368,12 +384,12 @@ static bool scan_smt(struct wake *w, int cpu)
 }
 
 /* An idle SMT sibling of prev, prev excluded (kernel select_idle_smt(p, prev, NULL, 1)). */
-static bool prev_sibling(struct wake *w)
+PLACE_INLINE bool prev_sibling(struct wake *w)
 {
 	const struct place_cpu_map *m = map_of(w, w->prev);
 
-	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
-		int sib = place__llc_cpu(w->p, m->llc, pos);
+	for (int i = 0; i < m->smt; i++) {
+		int sib = place__sibling(w->p, m, i);
 
 		if (sib != w->prev && take(w, sib))
 			return true;
@@ -412,7 +428,7 @@ static enum place_stat_id scan_exact(struct wake *w, struct place_llc *llc, bool
 	return PLACE_STAT_hit_fallback;
 }
 
-static void set_scan_sibling(struct wake *w)
+PLACE_INLINE void set_scan_sibling(struct wake *w)
 {
 	uint32_t *mark = &w->p->cpu[w->target].scan_sibling;
 
@@ -431,19 +447,16 @@ static void set_scan_sibling(struct wake *w)
  */
 static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 {
-	const struct place_cpu_map *tm = map_of(w, w->target);
-	struct place_llc *llc = &w->p->llc[tm->llc];
+	const struct place_cpu_map *tm = w->tm;
+	struct place_llc *llc = w->tllc;
 	bool sis_core = w->p->policy == PLACE_POLICY_SIS_CORE, scan_sibling = false;
 	int nr = INT_MAX, fallback = -1, pos, last_core = -1;
 	struct place_mask_iter it;
 
 	if (w->p->policy == PLACE_POLICY_EXACT)
 		return scan_exact(w, llc, core);
-	if (place__feat(w->p, PLACE_FEAT_SIS_UTIL) && !core) {
-		nr = (int)place_load_32(&llc->nr_idle_scan) + 1; /* !--nr stops the scan */
-		if (nr == 1)
-			return PLACE_STAT_hit_fallback; /* overloaded: unlikely to find one */
-	}
+	if (place__feat(w->p, PLACE_FEAT_SIS_UTIL) && !core)
+		nr = (int)place_load_32(&llc->nr_idle_scan) + 1; /* !--nr stops the scan; not 1 (overloaded) */
 	/* consume the fail-prone mark (CAS 1 -> 0, so one scan takes it);
 	 * partner: set_scan_sibling()'s relaxed store, a hint */
 	if (sis_core && place__feat(w->p, PLACE_FEAT_SCAN_SIBLING))
@@ -475,18 +488,31 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 	return PLACE_STAT_hit_fallback;
 }
 
+PLACE_NOINLINE enum place_stat_id scan_cores(struct wake *w)
+{
+	return select_idle_cpu(w, true);
+}
+
+PLACE_NOINLINE enum place_stat_id scan_cpus(struct wake *w)
+{
+	return select_idle_cpu(w, false);
+}
+
 /* Nothing idle fits: stack on the target, unless (COOKIES) its core runs
  * another cookie; then on a fitting CPU of its LLC (cookie.c), counted. That
  * CPU may be idle (the scan was bounded, or the core granule hid it): then
  * it is taken, claimed, like any idle CPU. Sets w->cpu, returns the level. */
-static enum place_stat_id stack_cpu(struct wake *w)
+PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
 {
+	uint64_t probes;
 	int cpu;
 
 	w->cpu = w->target;
-	if (place__cookie_fits_task(w->p, w->r, w->target))
+	if (!w->cookies || place__cookie_admits(w->p, w->target, w->cookie))
 		return PLACE_STAT_hit_fallback;
-	cpu = place__cookie_fallback(w->p, w->t, w->target, &w->probes);
+	probes = w->probes;
+	cpu = place__cookie_fallback(w->p, w->t, w->target, &probes);
+	w->probes = probes;
 	place__count(w->p, w->waker, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);
 	if (cpu != w->target && take(w, cpu))
 		return PLACE_STAT_hit_idle_cpu;
@@ -496,26 +522,35 @@ static enum place_stat_id stack_cpu(struct wake *w)
 
 /* The kernel's select_idle_sibling() order. Returns the level that found
  * w->cpu, or hit_fallback. */
-static enum place_stat_id select_idle_sibling(struct wake *w)
+PLACE_INLINE enum place_stat_id select_idle_sibling(struct wake *w)
 {
 	int target = w->target, prev = w->prev, recent;
-	bool core;
+	bool prev_here, core;
 
+	w->tm = map_of(w, target);
+	w->tllc = &w->p->llc[w->tm->llc];
 	/* target is usually prev, whose state wake_init just read */
 	if (target == prev ? take_seen(w, prev, w->prev_state) : take(w, target))
 		return PLACE_STAT_hit_target;
-	if (prev >= 0 && prev != target && same_llc(w, prev, target) && take(w, prev))
+	prev_here = prev >= 0 && (prev == target || map_of(w, prev)->llc == w->tm->llc);
+	if (prev_here && prev != target && take(w, prev))
 		return PLACE_STAT_hit_prev;
 	recent = place__dense(w->p, w->r->recent_used_cpu); /* before we overwrite it */
 	if (!(w->flags & PLACE_WAKE_NOCLAIM))
-		w->r->recent_used_cpu = prev >= 0 ? map_of(w, prev)->os : -1;
-	if (recent >= 0 && recent != prev && recent != target && same_llc(w, recent, target) &&
+		w->r->recent_used_cpu = prev >= 0 ? w->r->prev_cpu : -1; /* prev's OS number */
+	if (recent >= 0 && recent != prev && recent != target && map_of(w, recent)->llc == w->tm->llc &&
 	    take(w, recent))
 		return PLACE_STAT_hit_recent;
-	core = has_idle_core(w, &w->p->llc[map_of(w, target)->llc]);
-	if (!core && prev >= 0 && same_llc(w, prev, target) && prev_sibling(w))
+	core = has_idle_core(w, w->tllc);
+	if (!core && prev_here && prev_sibling(w))
 		return PLACE_STAT_hit_prev_smt;
-	return select_idle_cpu(w, core);
+	if (core)
+		return ON_COPY(w, enum place_stat_id, scan_cores);
+	/* SIS_UTIL: overloaded, unlikely to find one (EXACT has no bound) */
+	if (place__feat(w->p, PLACE_FEAT_SIS_UTIL) && w->p->policy != PLACE_POLICY_EXACT &&
+	    !place_load_32(&w->tllc->nr_idle_scan))
+		return PLACE_STAT_hit_fallback;
+	return ON_COPY(w, enum place_stat_id, scan_cpus);
 }
 
 /* ---- the public calls -------------------------------------------------- */
@@ -548,7 +583,7 @@ static void give_up_delivery(struct place *p, struct place_task_rec *r)
 	r->claim_gen = 0;
 }
 
-static bool drop_stale_delivery(struct wake *w)
+PLACE_NOINLINE bool drop_stale_delivery(struct wake *w)
 {
 	if (!any_usable(w))
 		return false;
@@ -558,7 +593,7 @@ static bool drop_stale_delivery(struct wake *w)
 	return true;
 }
 
-static int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
+PLACE_INLINE int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	if (!p || !(w->r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) ||
 	    (t->cpus && !t->cpus_size))
@@ -577,27 +612,32 @@ static int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, uns
 	w->probes = w->lost = w->false_pos = 0;
 	w->prev_state = 0;
 	w->claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
+	w->cookies = place__feat(p, PLACE_FEAT_COOKIES);
+	w->cookie = w->cookies ? place_load_64(&w->r->cookie) : 0;
 	w->prev = (flags & PLACE_WAKE_NEW) ? -1 : place__dense(p, w->r->prev_cpu);
 	if (w->prev >= 0 && place__allowed(p, t, w->prev))
 		w->prev_state = probe(w, w->prev);
 	if (w->prev >= 0 && !place__st_usable(w->prev_state))
 		w->prev = -1; /* no worker there, or not in the topology: a new placement */
-	w->cpu = -1;
+	w->cpu = w->target = -1;
 	w->gen = 0;
+	w->tm = NULL;
+	w->tllc = NULL;
 	return 0;
 }
 
 /* Account the answer: the task is now counted on w->cpu (unless answering
  * only), and the statistics of this wakeup go to the waker's slot. */
-static int wake_commit(struct wake *w, enum place_stat_id level)
+PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 {
 	struct place *p = w->p;
-	int llc = map_of(w, w->cpu)->llc;
+	const struct place_cpu_map *m = map_of(w, w->cpu);
+	int llc = m->llc;
 
 	if (!(w->flags & PLACE_WAKE_NOCLAIM)) {
 		if (!w->gen)
 			place__st_enqueue(&p->cpu[w->cpu].state);
-		w->r->queued_cpu = map_of(w, w->cpu)->os;
+		w->r->queued_cpu = m->os;
 		w->r->claim_gen = w->gen;
 	}
 	place__count(p, w->waker, llc, level, 1); /* wakeups: their sum (stats.c) */
@@ -608,9 +648,14 @@ static int wake_commit(struct wake *w, enum place_stat_id level)
 		place__count(p, w->waker, llc, PLACE_STAT_lost_claims, w->lost);
 	if (w->false_pos)
 		place__count(p, w->waker, llc, PLACE_STAT_false_positives, w->false_pos);
-	return map_of(w, w->cpu)->os;
+	return m->os;
 }
 
+/*
+ * The commonest wakeup leaves early: no waker (so prev is the target, see
+ * wake_target()), nothing of an earlier wakeup to give up, and prev idle:
+ * select_idle_sibling()'s first step, before the rest is set up.
+ */
 static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	struct wake w;
@@ -619,7 +664,12 @@ static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 
 	if (err)
 		return err;
-	if (w.r->queued_cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM) && !drop_stale_delivery(&w))
+	if (w.waker < 0 && w.prev >= 0 && (w.r->queued_cpu < 0 || (flags & PLACE_WAKE_NOCLAIM))) {
+		w.target = w.prev;
+		if (take_seen(&w, w.prev, w.prev_state))
+			return wake_commit(&w, PLACE_STAT_hit_target);
+	}
+	if (w.r->queued_cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM) && !ON_COPY(&w, bool, drop_stale_delivery))
 		return -ESRCH;
 	w.target = wake_target(&w);
 	if (w.target < 0)
