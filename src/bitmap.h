@@ -24,17 +24,17 @@
 
 static inline bool place_mask_test(const uint64_t *w, int bit)
 {
-	return (place_load_64(&w[bit / 64]) >> (bit % 64)) & 1;
+	return (place_load_64(&w[(unsigned)bit / 64]) >> ((unsigned)bit % 64)) & 1;
 }
 
 /* Set bit; returns true when this call changed it. */
 static inline bool place_mask_set(uint64_t *w, int bit)
 {
-	uint64_t m = UINT64_C(1) << (bit % 64);
+	uint64_t m = UINT64_C(1) << ((unsigned)bit % 64);
 
-	if (place_load_64(&w[bit / 64]) & m)
+	if (place_load_64(&w[(unsigned)bit / 64]) & m)
 		return false;
-	place_or_64(&w[bit / 64], m);
+	place_or_64(&w[(unsigned)bit / 64], m);
 	return true;
 }
 
@@ -43,11 +43,11 @@ static inline bool place_mask_set(uint64_t *w, int bit)
  * over-counts a statistic). */
 static inline bool place_mask_clear(uint64_t *w, int bit)
 {
-	uint64_t m = UINT64_C(1) << (bit % 64);
+	uint64_t m = UINT64_C(1) << ((unsigned)bit % 64);
 
-	if (!(place_load_64(&w[bit / 64]) & m))
+	if (!(place_load_64(&w[(unsigned)bit / 64]) & m))
 		return false;
-	place_and_64(&w[bit / 64], ~m);
+	place_and_64(&w[(unsigned)bit / 64], ~m);
 	return true;
 }
 

@@ -41,7 +41,7 @@ bool place__core_available(const struct place *p, int cpu)
  * SIS_CORE and LINEAR: has_idle_cores when the whole core is available.
  * EXACT: the CPU's bit, and the core's bit when the whole core is.
  */
-static inline void idle_publish(struct place *p, int cpu)
+void place__idle_publish(struct place *p, int cpu)
 {
 	const struct place_cpu_map *m = &p->map[cpu];
 	struct place_llc *llc = &p->llc[m->llc];
@@ -53,17 +53,26 @@ static inline void idle_publish(struct place *p, int cpu)
 			place_mask_set(llc->icores, m->core_lo);
 		return;
 	}
-	/* own bit first: a claim or a run never clears it, so usually set */
-	if (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_test(llc->icpus, m->pos) &&
-	    !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
+	if (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
 		place_mask_set(llc->icpus, m->pos);
 	if (llc->smt && !place_load_32(&llc->has_idle_cores) && place__core_available(p, cpu))
 		place_store_32(&llc->has_idle_cores, 1);
 }
 
-void place__idle_publish(struct place *p, int cpu)
+/* Would place__idle_publish(p, cpu) change nothing? The common idle edge's
+ * test, inline (idle_enter): SIS_CORE finds cpu's own bit still set (a
+ * claim or a run never clears it), and has_idle_cores is already set (or
+ * the LLC has no SMT). EXACT always publishes. */
+static inline bool idle_published(const struct place *p, int cpu)
 {
-	idle_publish(p, cpu);
+	const struct place_cpu_map *m = &p->map[cpu];
+	const struct place_llc *llc = &p->llc[m->llc];
+
+	place_fence_rmw_load(); /* as in place__idle_publish */
+	if (p->policy == PLACE_POLICY_EXACT ||
+	    (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_test(llc->icpus, m->pos)))
+		return false;
+	return !llc->smt || place_load_32(&llc->has_idle_cores);
 }
 
 /* EXACT: cpu is no longer available (busy, claimed, unregistered). */
@@ -122,11 +131,12 @@ uint32_t place__scan_bound(uint64_t weight, uint64_t util)
 	return (uint32_t)(weight * (UTIL_ONE * UTIL_ONE - x * x) / (UTIL_ONE * UTIL_ONE));
 }
 
+/* cpu's run time until now: its finished runs, and the current run's part. */
 static uint64_t busy_until(const struct place_cpu *c, uint64_t now)
 {
-	uint64_t since = place_load_64(&c->busy_since);
+	uint64_t start = place_load_64(&c->stamp);
 
-	return place_load_64(&c->busy_ns) + (since && now > since ? now - since : 0);
+	return place_load_64(&c->busy_ns) + (place_load_32(&c->running) && now > start ? now - start : 0);
 }
 
 /*
@@ -166,7 +176,7 @@ void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stam
 	nreg = place_load_64(&llc->nr_registered);
 	sample = busy - place_load_64(&llc->util_busy);
 	place_store_64(&llc->util_busy, busy);
-	if (!nreg || busy < sample /* went backwards: a torn busy_ns/busy_since read */)
+	if (!nreg || busy < sample /* went backwards: a torn busy_ns/running/stamp read */)
 		return;
 	sample = sample * UTIL_ONE / ((now - stamp) * nreg);
 	if (sample > UTIL_ONE)
@@ -190,35 +200,44 @@ static int between_tasks(const place *p, int d)
 	return d >= 0 && place_load_32(&p->cpu[d].running) ? -EBUSY : d;
 }
 
+/* idle_enter's rare parts, out of line so that its common path makes no
+ * call (and so saves no registers): a forced-idle period ends, the LLC
+ * learns of an available CPU. */
+PLACE_NOINLINE int idle_enter_rest(struct place *p, int d, bool available)
+{
+	if (p->slot[d].forced_since) /* only a cookie refusal sets it */
+		place__cookie_idle(p, d);
+	if (available)
+		place__idle_publish(p, d);
+	return 0;
+}
+
 PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 {
-	int d = between_tasks(p, place__worker_cpu(p, cpu));
+	int d = place__worker_cpu(p, cpu);
+	struct place_stat_slot *slot;
 	struct place_cpu *c;
-	uint64_t before;
+	bool available;
 
 	if (d < 0)
 		return d;
-	c = &p->cpu[d];
-	if (p->slot[d].forced_since) /* only a cookie refusal sets it */
-		place__cookie_idle(p, d); /* a forced-idle period ends */
-	/* RMW on the state word; partners: a claim ending in start_delivery()
-	 * or place_claim_release() (either it sees IDLE or we see no claim),
-	 * and repair() through the fence in place__idle_publish(). */
-	before = place__st_change(&c->state, PLACE_ST_IDLE, 0);
-	if (!(before & PLACE_ST_IDLE)) {
-		/* busy until the last run ended: no clock read here */
-		uint64_t since = place_load_64(&c->busy_since);
-
-		if (since && c->stamp > since)
-			place_store_64(&c->busy_ns, place_load_64(&c->busy_ns) + c->stamp - since);
-		place_store_64(&c->busy_since, 0);
-	}
+	c = &p->cpu[d]; /* once: every atomic below is a compiler barrier */
+	slot = &p->slot[d];
+	if (place_load_32(&c->running))
+		return -EBUSY;
+	place_count_64(&slot->v[PLACE_STAT_idle_enters], 1);
+	/* One atomic OR, then the word as it is after it. Partners: a claim
+	 * ending in start_delivery() or place_claim_release(), an RMW on the
+	 * same word (whichever comes second sees the other: it publishes, or
+	 * our load sees no claim and we do; twice is harmless), and repair()
+	 * through the fence in place__idle_publish(). */
+	place_or_64(&c->state, PLACE_ST_IDLE);
 	/* Not while a wakeup is pending here (seed 001 patch 1): the claimed or
 	 * stacked task is on its way, and this CPU is about to be busy. */
-	if (place__st_available(before | PLACE_ST_IDLE))
-		idle_publish(p, d);
-	place_count_64(&p->slot[d].v[PLACE_STAT_idle_enters], 1);
-	return 0;
+	available = place__st_available(place_load_64(&c->state));
+	if (!slot->forced_since && !(available && !idle_published(p, d)))
+		return 0;
+	return idle_enter_rest(p, d, available);
 }
 
 /*
@@ -227,7 +246,7 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
  * cpu from another CPU: our idle bit, then its queue; that CPU goes back
  * into the mask if it is idle with nothing else pending.
  */
-static void start_delivery(struct place *p, int cpu, struct place_task_rec *r, uint64_t now)
+static void start_delivery(struct place *p, int cpu, struct place_task_rec *r)
 {
 	int from = place__dense(p, r->queued_cpu);
 	uint64_t before, after, fb, fa;
@@ -241,11 +260,8 @@ static void start_delivery(struct place *p, int cpu, struct place_task_rec *r, u
 			place_count_64(&p->slot[cpu].v[PLACE_STAT_claims_stolen], 1);
 		place__after_delivery(p, from, fb, fa);
 	}
-	if (before & PLACE_ST_IDLE) {
-		place_store_64(&p->cpu[cpu].busy_since, now ? now : 1);
-		if (p->policy == PLACE_POLICY_EXACT)
-			place__exact_unpublish(p, cpu);
-	}
+	if ((before & PLACE_ST_IDLE) && p->policy == PLACE_POLICY_EXACT)
+		place__exact_unpublish(p, cpu);
 	r->queued_cpu = -1;
 	r->claim_gen = 0;
 }
@@ -285,13 +301,13 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	now = place__now(p);
 	if (place__cookie_on(p, d))
 		place__cookie_forced_end(p, d, now);
-	start_delivery(p, d, r, now);
+	start_delivery(p, d, r);
 	place__numa_begin(p, d, r, group); /* its node counts the group's task */
+	place_store_64(&c->stamp, now); /* before running: the recompute reads both */
 	place_store_32(&c->running, 1);
 	c->curr = t;
 	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
 	c->curr_cookie = cookie; /* what run_end gives back to the core */
-	c->stamp = now;
 	r->prev_cpu = cpu;
 	return 0;
 }
@@ -309,7 +325,7 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	struct place_task_rec *r;
 	int d = task_edge(p, cpu, t, &r);
 	struct place_cpu *c;
-	uint64_t now;
+	uint64_t now, ran;
 
 	if (d < 0)
 		return d;
@@ -320,7 +336,8 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 		place__cookie_leave(p, d, c->curr_cookie); /* t no longer runs on the core */
 	place__numa_end(p, d); /* nor on the node, for its group */
 	now = place__now(p);
-	r->run_accum_ns += now > c->stamp ? now - c->stamp : 0;
+	ran = now > c->stamp ? now - c->stamp : 0;
+	r->run_accum_ns += ran;
 	if (how == PLACE_RUN_PREEMPT) {
 		/* Still runnable here: it counts in this CPU's queue again. */
 		place__st_enqueue(&c->state);
@@ -332,8 +349,9 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	}
 	c->curr = NULL;
 	place_store_64(&c->curr_avg_ns, 0);
+	place_store_64(&c->busy_ns, c->busy_ns + ran); /* utilization: run time */
 	place_store_32(&c->running, 0);
-	c->stamp = now;
+	place_store_64(&c->stamp, now);
 	util_tick(p, d, now);
 	return 0;
 }

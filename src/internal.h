@@ -113,17 +113,17 @@ struct place_cpu {
 	 * that. Worker only (plain accesses from its thread). */
 	uint64_t curr_cookie;
 	/* The worker's last run edge: when the current run began while it runs
-	 * a task, when the last run ended while not. Worker only: run_end takes
-	 * the run's length from it, idle_enter the end of the busy period (no
-	 * clock read there), the worker's own wakeups use it as "now" to decay
-	 * wakee flips. */
+	 * a task, when the last run ended while not. Written by the worker
+	 * (relaxed stores), which reads it plain: run_end takes the run's
+	 * length from it, the worker's own wakeups use it as "now" to decay
+	 * wakee flips. The scan-bound recompute (any CPU of the LLC) reads it
+	 * relaxed, with running, for the current run's part of busy_ns. */
 	uint64_t stamp;
-	/* Utilization input: total non-idle ns before busy_since, and when the
-	 * current non-idle period began (0 while idle). Worker writes relaxed;
-	 * the scan-bound recompute (any CPU of the LLC) reads them relaxed: a
-	 * torn pair skews one sample of a decayed average. */
+	/* Utilization input: ns of finished runs (the kernel's notion too:
+	 * running time, not time between parks). Worker writes relaxed at
+	 * run_end; the recompute reads relaxed: a torn busy_ns/running/stamp
+	 * read skews one sample of a decayed average. */
 	uint64_t busy_ns;
-	uint64_t busy_since;
 };
 _Static_assert(sizeof(struct place_cpu) == PLACE_CACHELINE, "per-CPU state is one cache line");
 

@@ -276,7 +276,6 @@ static int register_locked(struct place *p, int d, int cpu, unsigned flags)
 	place_store_32(&c->running, 0);
 	place_store_ptr((void **)&c->curr, NULL);
 	place_store_64(&c->curr_avg_ns, 0);
-	place_store_64(&c->busy_since, 0);
 	place_store_32(&c->scan_sibling, 0);
 	/* RMW: from here claims may succeed (place__st_claim needs REGISTERED) */
 	before = place__st_change(&c->state, PLACE_ST_REGISTERED | PLACE_ST_IDLE, 0);
