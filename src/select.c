@@ -651,11 +651,7 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 	return m->os;
 }
 
-/*
- * The commonest wakeup leaves early: no waker (so prev is the target, see
- * wake_target()), nothing of an earlier wakeup to give up, and prev idle:
- * select_idle_sibling()'s first step, before the rest is set up.
- */
+/* The whole path: wake_target() then select_idle_sibling(), as the kernel. */
 static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	struct wake w;
@@ -664,11 +660,6 @@ static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 
 	if (err)
 		return err;
-	if (w.waker < 0 && w.prev >= 0 && (w.r->queued_cpu < 0 || (flags & PLACE_WAKE_NOCLAIM))) {
-		w.target = w.prev;
-		if (take_seen(&w, w.prev, w.prev_state))
-			return wake_commit(&w, PLACE_STAT_hit_target);
-	}
 	if (w.r->queued_cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM) && !ON_COPY(&w, bool, drop_stale_delivery))
 		return -ESRCH;
 	w.target = wake_target(&w);
@@ -678,6 +669,38 @@ static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 	if (level == PLACE_STAT_hit_fallback)
 		level = stack_cpu(&w); /* nothing idle: stack on the target */
 	return wake_commit(&w, level);
+}
+
+/*
+ * The commonest wakeup, on its own: no waker (so prev is the target, see
+ * wake_target()), plain flags, nothing of an earlier wakeup to give up, and
+ * prev idle: claim it, as select_idle_sibling()'s first step would. False
+ * when it does not apply (bad arguments included): the whole path then
+ * starts over. Small enough to live in registers.
+ */
+PLACE_INLINE bool wake_prev_idle(place *p, place_task *t, int waker_cpu, unsigned flags, int *cpu)
+{
+	struct wake w;
+
+	if (waker_cpu != PLACE_CPU_NONE || (flags & ~PLACE_WAKE_SYNC) ||
+	    wake_init(&w, p, t, waker_cpu, flags) || w.prev < 0 || w.r->queued_cpu >= 0)
+		return false;
+	w.target = w.prev;
+	if (!take_seen(&w, w.prev, w.prev_state))
+		return false;
+	*cpu = wake_commit(&w, PLACE_STAT_hit_target);
+	return true;
+}
+
+/* The whole path inside the read section place_wakeup opened; closes it
+ * (so that place_wakeup's call is a tail call and its own short path saves
+ * no register). */
+PLACE_NOINLINE int wakeup_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	int cpu = wakeup(p, t, waker_cpu, flags);
+
+	place__read_unlock(p);
+	return cpu;
 }
 
 /* One RCU read-side critical section (rcu.h): place_set_topology's grace
@@ -690,7 +713,8 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 	if (!p)
 		return -EINVAL;
 	place__read_lock();
-	cpu = wakeup(p, t, waker_cpu, flags);
+	if (!wake_prev_idle(p, t, waker_cpu, flags, &cpu))
+		return wakeup_unlock(p, t, waker_cpu, flags);
 	place__read_unlock(p);
 	return cpu;
 }
