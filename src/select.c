@@ -593,7 +593,18 @@ PLACE_NOINLINE bool drop_stale_delivery(struct wake *w)
 	return true;
 }
 
-PLACE_INLINE int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
+/* w's prev: t's last CPU prev (dense, -1 none), state as probed there (0
+ * when t may not go there). */
+PLACE_INLINE void wake_prev(struct wake *w, int prev, uint64_t state)
+{
+	w->prev = prev;
+	w->prev_state = state;
+	if (prev >= 0 && !place__st_usable(state))
+		w->prev = -1; /* no worker there, or not in the topology: a new placement */
+}
+
+/* Everything but prev: checks the arguments, fills the rest of w. */
+PLACE_INLINE int wake_init_args(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	if (!p || !(w->r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) ||
 	    (t->cpus && !t->cpus_size))
@@ -614,15 +625,21 @@ PLACE_INLINE int wake_init(struct wake *w, place *p, place_task *t, int waker_cp
 	w->claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
 	w->cookies = place__feat(p, PLACE_FEAT_COOKIES);
 	w->cookie = w->cookies ? place_load_64(&w->r->cookie) : 0;
-	w->prev = (flags & PLACE_WAKE_NEW) ? -1 : place__dense(p, w->r->prev_cpu);
-	if (w->prev >= 0 && place__allowed(p, t, w->prev))
-		w->prev_state = probe(w, w->prev);
-	if (w->prev >= 0 && !place__st_usable(w->prev_state))
-		w->prev = -1; /* no worker there, or not in the topology: a new placement */
 	w->cpu = w->target = -1;
 	w->gen = 0;
 	w->tm = NULL;
 	w->tllc = NULL;
+	return 0;
+}
+
+PLACE_INLINE int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	int err = wake_init_args(w, p, t, waker_cpu, flags), prev;
+
+	if (err)
+		return err;
+	prev = (flags & PLACE_WAKE_NEW) ? -1 : place__dense(p, w->r->prev_cpu);
+	wake_prev(w, prev, prev >= 0 && place__allowed(p, t, prev) ? probe(w, prev) : 0);
 	return 0;
 }
 
@@ -680,11 +697,19 @@ static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
  */
 PLACE_INLINE bool wake_prev_idle(place *p, place_task *t, int waker_cpu, unsigned flags, int *cpu)
 {
+	const struct place_task_rec *r = place__task_rec(t);
 	struct wake w;
+	uint64_t state;
+	int prev;
 
-	if (waker_cpu != PLACE_CPU_NONE || (flags & ~PLACE_WAKE_SYNC) ||
-	    wake_init(&w, p, t, waker_cpu, flags) || w.prev < 0 || w.r->queued_cpu >= 0)
+	/* prev first, so that a busy one costs little here */
+	if (waker_cpu != PLACE_CPU_NONE || (flags & ~PLACE_WAKE_SYNC) || !r || r->queued_cpu >= 0 ||
+	    (prev = place__dense(p, r->prev_cpu)) < 0 || !place__allowed(p, t, prev) ||
+	    !place__st_available(state = place__state(p, prev)) ||
+	    wake_init_args(&w, p, t, waker_cpu, flags))
 		return false;
+	w.probes = 1;
+	wake_prev(&w, prev, state);
 	w.target = w.prev;
 	if (!take_seen(&w, w.prev, w.prev_state))
 		return false;
