@@ -205,7 +205,12 @@ enum place_stat_id {
 #define PLACE_STAT_ENUM(name) PLACE_STAT_##name,
 	PLACE_STATS(PLACE_STAT_ENUM)
 #undef PLACE_STAT_ENUM
-	PLACE_NR_STATS
+	PLACE_NR_STATS,
+	/* Internal, not in place_stats: wakeups that returned an idle CPU
+	 * without claiming it (NOCLAIM, or CLAIM off). place_stats.claims is
+	 * the idle answers minus these: no count on a claimed wakeup. */
+	PLACE_STAT_unclaimed = PLACE_NR_STATS,
+	PLACE_NR_SLOT_STATS
 };
 
 /* A statistics slot. Per-CPU slots are written only by that CPU's worker
@@ -213,7 +218,7 @@ enum place_stat_id {
  * "external" slots take what non-workers do (wakeups with PLACE_CPU_NONE,
  * claim releases) with relaxed atomic adds. place_stats_read sums relaxed. */
 struct place_stat_slot {
-	alignas(PLACE_CACHELINE) uint64_t v[PLACE_NR_STATS];
+	alignas(PLACE_CACHELINE) uint64_t v[PLACE_NR_SLOT_STATS];
 	/* COOKIES, per-CPU slots only: when this CPU's current forced-idle
 	 * period began (its first refused run_begin since it last started a
 	 * task or parked), 0 when none. Its worker only, plain accesses: the

@@ -657,10 +657,11 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 		w->r->queued_cpu = m->os;
 		w->r->claim_gen = w->gen;
 	}
-	place__count(p, w->waker, llc, level, 1); /* wakeups: their sum (stats.c) */
+	/* wakeups and claims are sums of these (stats.c) */
+	place__count(p, w->waker, llc, level, 1);
 	place__count(p, w->waker, llc, PLACE_STAT_cpus_probed, w->probes);
-	if (w->gen)
-		place__count(p, w->waker, llc, PLACE_STAT_claims, 1);
+	if (!w->gen && level != PLACE_STAT_hit_fallback)
+		place__count(p, w->waker, llc, PLACE_STAT_unclaimed, 1);
 	if (w->lost)
 		place__count(p, w->waker, llc, PLACE_STAT_lost_claims, w->lost);
 	if (w->false_pos)
@@ -668,11 +669,20 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 	return m->os;
 }
 
+/* From the target on: select_idle_sibling(), else stack on the target. */
+PLACE_INLINE int wake_from_target(struct wake *w)
+{
+	enum place_stat_id level = select_idle_sibling(w);
+
+	if (level == PLACE_STAT_hit_fallback)
+		level = stack_cpu(w); /* nothing idle: stack on the target */
+	return wake_commit(w, level);
+}
+
 /* The whole path: wake_target() then select_idle_sibling(), as the kernel. */
 static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	struct wake w;
-	enum place_stat_id level;
 	int err = wake_init(&w, p, t, waker_cpu, flags);
 
 	if (err)
@@ -682,48 +692,80 @@ static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 	w.target = wake_target(&w);
 	if (w.target < 0)
 		return -ESRCH; /* no usable CPU (changed nothing, or raced an unregister) */
-	level = select_idle_sibling(&w);
-	if (level == PLACE_STAT_hit_fallback)
-		level = stack_cpu(&w); /* nothing idle: stack on the target */
-	return wake_commit(&w, level);
+	return wake_from_target(&w);
 }
 
 /*
- * The commonest wakeup, on its own: no waker (so prev is the target, see
- * wake_target()), plain flags, nothing of an earlier wakeup to give up, and
- * prev idle: claim it, as select_idle_sibling()'s first step would. False
- * when it does not apply (bad arguments included): the whole path then
- * starts over. Small enough to live in registers.
+ * The commonest wakeups have no waker (so prev is the target, see
+ * wake_target()), plain flags and nothing of an earlier wakeup to give up.
+ * place_wakeup looks at prev first and then takes one of two short paths,
+ * each small enough to keep most of what it needs in registers; anything
+ * else takes the whole path. PREV_IDLE: claim prev, as
+ * select_idle_sibling()'s first step would. PREV_BUSY: the rest of
+ * select_idle_sibling().
  */
-PLACE_INLINE bool wake_prev_idle(place *p, place_task *t, int waker_cpu, unsigned flags, int *cpu)
+enum glance { WHOLE_PATH, PREV_IDLE, PREV_BUSY };
+
+PLACE_INLINE enum glance glance(place *p, place_task *t, int waker_cpu, unsigned flags, int *prev,
+				uint64_t *state)
 {
 	const struct place_task_rec *r = place__task_rec(t);
-	struct wake w;
-	uint64_t state;
-	int prev;
 
-	/* prev first, so that a busy one costs little here */
 	if (waker_cpu != PLACE_CPU_NONE || (flags & ~PLACE_WAKE_SYNC) || !r || r->queued_cpu >= 0 ||
-	    (prev = place__dense(p, r->prev_cpu)) < 0 || !place__allowed(p, t, prev) ||
-	    !place__st_available(state = place__state(p, prev)) ||
-	    wake_init_args(&w, p, t, waker_cpu, flags))
-		return false;
-	w.probes = 1;
-	wake_prev(&w, prev, state);
-	w.target = w.prev;
-	if (!take_seen(&w, w.prev, w.prev_state))
+	    (*prev = place__dense(p, r->prev_cpu)) < 0 || !place__allowed(p, t, *prev))
+		return WHOLE_PATH;
+	*state = place__state(p, *prev);
+	if (!place__st_usable(*state))
+		return WHOLE_PATH;
+	return place__st_available(*state) ? PREV_IDLE : PREV_BUSY;
+}
+
+/* The short paths' w: what wake_init() makes of it, prev given. */
+PLACE_INLINE int wake_init_prev(struct wake *w, place *p, place_task *t, unsigned flags, int prev,
+				uint64_t state)
+{
+	int err = wake_init_args(w, p, t, PLACE_CPU_NONE, flags);
+
+	if (err)
+		return err;
+	w->probes = 1;
+	wake_prev(w, prev, state);
+	w->target = prev;
+	return 0;
+}
+
+/* PREV_IDLE; false when the claim is lost (the whole path then starts
+ * over) or an argument is wrong (the whole path says which). */
+PLACE_INLINE bool wake_prev_idle(place *p, place_task *t, unsigned flags, int prev, uint64_t state,
+				 int *cpu)
+{
+	struct wake w;
+
+	if (wake_init_prev(&w, p, t, flags, prev, state) || !take_seen(&w, prev, state))
 		return false;
 	*cpu = wake_commit(&w, PLACE_STAT_hit_target);
 	return true;
 }
 
 /* The whole path inside the read section place_wakeup opened; closes it
- * (so that place_wakeup's call is a tail call and its own short path saves
- * no register). */
+ * (so that place_wakeup's calls are tail calls and its own short path
+ * saves no register). */
 PLACE_NOINLINE int wakeup_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	int cpu = wakeup(p, t, waker_cpu, flags);
 
+	place__read_unlock(p);
+	return cpu;
+}
+
+/* PREV_BUSY, closing the read section likewise. */
+PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t state)
+{
+	struct wake w;
+	int cpu = wake_init_prev(&w, p, t, flags, prev, state);
+
+	if (!cpu)
+		cpu = wake_from_target(&w);
 	place__read_unlock(p);
 	return cpu;
 }
@@ -733,15 +775,24 @@ PLACE_NOINLINE int wakeup_unlock(place *p, place_task *t, int waker_cpu, unsigne
  * went OFFLINE is returned before that call returns. */
 PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
-	int cpu;
+	uint64_t state = 0;
+	int cpu, prev = -1;
 
 	if (!p)
 		return -EINVAL;
 	place__read_lock();
-	if (!wake_prev_idle(p, t, waker_cpu, flags, &cpu))
-		return wakeup_unlock(p, t, waker_cpu, flags);
-	place__read_unlock(p);
-	return cpu;
+	switch (glance(p, t, waker_cpu, flags, &prev, &state)) {
+	case PREV_IDLE:
+		if (!wake_prev_idle(p, t, flags, prev, state, &cpu))
+			break;
+		place__read_unlock(p);
+		return cpu;
+	case PREV_BUSY:
+		return wake_prev_busy_unlock(p, t, flags, prev, state);
+	case WHOLE_PATH:
+		break;
+	}
+	return wakeup_unlock(p, t, waker_cpu, flags);
 }
 
 PLACE_EXTERN int place_claim_release(place *p, int cpu)

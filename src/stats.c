@@ -30,7 +30,7 @@ _Static_assert(PLACE_NR_STATS * sizeof(uint64_t) <= offsetof(place_stats, reserv
 
 static void add_slot(uint64_t *sum, const struct place_stat_slot *s)
 {
-	for (int i = 0; i < PLACE_NR_STATS; i++)
+	for (int i = 0; i < PLACE_NR_SLOT_STATS; i++)
 		sum[i] += place_load_64(&s->v[i]);
 }
 
@@ -44,7 +44,8 @@ static void add_llc(uint64_t *sum, const struct place *p, int l)
 }
 
 /* Every wakeup counts exactly one level (wake_commit): wakeups is their sum,
- * one counter update fewer on the hot path. */
+ * one counter update fewer on the hot path. Every level but hit_fallback
+ * returned an idle CPU, claimed unless counted unclaimed: so claims. */
 static uint64_t wakeups(const uint64_t *sum)
 {
 	static const enum place_stat_id level[] = {
@@ -61,7 +62,7 @@ static uint64_t wakeups(const uint64_t *sum)
 
 PLACE_EXTERN int place_stats_read(const place *p, int llc, place_stats *out)
 {
-	uint64_t sum[PLACE_NR_STATS] = { 0 };
+	uint64_t sum[PLACE_NR_SLOT_STATS] = { 0 };
 
 	if (!p || !out)
 		return -EINVAL;
@@ -71,7 +72,8 @@ PLACE_EXTERN int place_stats_read(const place *p, int llc, place_stats *out)
 		if (llc == -1 || llc == l)
 			add_llc(sum, p, l);
 	sum[PLACE_STAT_wakeups] = wakeups(sum);
+	sum[PLACE_STAT_claims] = sum[PLACE_STAT_wakeups] - sum[PLACE_STAT_hit_fallback] - sum[PLACE_STAT_unclaimed];
 	memset(out, 0, sizeof(*out));
-	memcpy(out, sum, sizeof(sum));
+	memcpy(out, sum, PLACE_NR_STATS * sizeof(uint64_t));
 	return 0;
 }
