@@ -41,38 +41,49 @@ bool place__core_available(const struct place *p, int cpu)
  * SIS_CORE and LINEAR: has_idle_cores when the whole core is available.
  * EXACT: the CPU's bit, and the core's bit when the whole core is.
  */
-void place__idle_publish(struct place *p, int cpu)
+/* Are cpu's SMT siblings (m is cpu's map) all available? cpu itself is. */
+PLACE_INLINE bool siblings_available(const struct place *p, const struct place_cpu_map *m, int cpu)
+{
+	for (int i = 0; i < m->smt; i++) {
+		int sib = place__sibling(p, m, i);
+
+		if (sib != cpu && !place__st_available(place__state(p, sib)))
+			return false;
+	}
+	return true;
+}
+
+PLACE_NOINLINE void publish_exact(struct place *p, int cpu)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+	struct place_llc *llc = &p->llc[m->llc];
+
+	place_mask_set(llc->icpus, m->pos);
+	if (place__core_available(p, cpu))
+		place_mask_set(llc->icores, m->core_lo);
+}
+
+PLACE_INLINE void idle_publish(struct place *p, int cpu)
 {
 	const struct place_cpu_map *m = &p->map[cpu];
 	struct place_llc *llc = &p->llc[m->llc];
 
 	place_fence_rmw_load(); /* our IDLE/claim RMW before the mask loads; pairs with repair() */
 	if (p->policy == PLACE_POLICY_EXACT) {
-		place_mask_set(llc->icpus, m->pos);
-		if (place__core_available(p, cpu))
-			place_mask_set(llc->icores, m->core_lo);
+		publish_exact(p, cpu);
 		return;
 	}
-	if (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
+	/* SIS_CORE: own bit first, a claim or a run never clears it */
+	if (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_test(llc->icpus, m->pos) &&
+	    !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
 		place_mask_set(llc->icpus, m->pos);
-	if (llc->smt && !place_load_32(&llc->has_idle_cores) && place__core_available(p, cpu))
+	if (llc->smt && !place_load_32(&llc->has_idle_cores) && siblings_available(p, m, cpu))
 		place_store_32(&llc->has_idle_cores, 1);
 }
 
-/* Would place__idle_publish(p, cpu) change nothing? The common idle edge's
- * test, inline (idle_enter): SIS_CORE finds cpu's own bit still set (a
- * claim or a run never clears it), and has_idle_cores is already set (or
- * the LLC has no SMT). EXACT always publishes. */
-static inline bool idle_published(const struct place *p, int cpu)
+void place__idle_publish(struct place *p, int cpu)
 {
-	const struct place_cpu_map *m = &p->map[cpu];
-	const struct place_llc *llc = &p->llc[m->llc];
-
-	place_fence_rmw_load(); /* as in place__idle_publish */
-	if (p->policy == PLACE_POLICY_EXACT ||
-	    (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_test(llc->icpus, m->pos)))
-		return false;
-	return !llc->smt || place_load_32(&llc->has_idle_cores);
+	idle_publish(p, cpu);
 }
 
 /* EXACT: cpu is no longer available (busy, claimed, unregistered). */
@@ -200,24 +211,11 @@ static int between_tasks(const place *p, int d)
 	return d >= 0 && place_load_32(&p->cpu[d].running) ? -EBUSY : d;
 }
 
-/* idle_enter's rare parts, out of line so that its common path makes no
- * call (and so saves no registers): a forced-idle period ends, the LLC
- * learns of an available CPU. */
-PLACE_NOINLINE int idle_enter_rest(struct place *p, int d, bool available)
-{
-	if (p->slot[d].forced_since) /* only a cookie refusal sets it */
-		place__cookie_idle(p, d);
-	if (available)
-		place__idle_publish(p, d);
-	return 0;
-}
-
 PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 {
 	int d = place__worker_cpu(p, cpu);
 	struct place_stat_slot *slot;
 	struct place_cpu *c;
-	bool available;
 
 	if (d < 0)
 		return d;
@@ -234,10 +232,11 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	place_or_64(&c->state, PLACE_ST_IDLE);
 	/* Not while a wakeup is pending here (seed 001 patch 1): the claimed or
 	 * stacked task is on its way, and this CPU is about to be busy. */
-	available = place__st_available(place_load_64(&c->state));
-	if (!slot->forced_since && !(available && !idle_published(p, d)))
-		return 0;
-	return idle_enter_rest(p, d, available);
+	if (place__st_available(place_load_64(&c->state)))
+		idle_publish(p, d);
+	if (slot->forced_since) /* only a cookie refusal sets it */
+		place__cookie_idle(p, d); /* a forced-idle period ends (a tail call) */
+	return 0;
 }
 
 /*
