@@ -332,6 +332,35 @@ START_TEST(t_scan_bound)
 }
 END_TEST
 
+/* Utilization is run time, as the kernel's: a worker that runs short tasks
+ * with gaps between them and never parks is 10% busy, not 100% (before
+ * the change it counted from its first run_begin to its next idle_enter,
+ * and this LLC read as fully busy: bound 0). */
+START_TEST(t_util_is_run_time)
+{
+	struct env e;
+	uint64_t period;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	period = e.p->util_period_ns;
+	for (int k = 0; k < 12; k++)
+		for (int slice = 0; slice < 10; slice++) {
+			uint64_t start = e.now;
+
+			for (int cpu = 0; cpu < e.nr_cpus; cpu++)
+				env_run(&e, cpu, &e.task[32 + cpu]);
+			e.now = start + period / 100; /* runs 1/10 of each tenth */
+			for (int cpu = 0; cpu < e.nr_cpus; cpu++)
+				ck_assert_int_eq(place_run_end(e.p, cpu, &e.task[32 + cpu], PLACE_RUN_SLEEP), 0);
+			e.now = start + period / 10; /* and does not park in between */
+		}
+	ck_assert_msg(env_llc(&e, 0)->util_avg < 1024 / 5, "util %lu/1024 for 10%% run time",
+		      (unsigned long)env_llc(&e, 0)->util_avg);
+	ck_assert_uint_ge(env_llc(&e, 0)->nr_idle_scan, 7);
+	env_close(&e);
+}
+END_TEST
+
 /* With the bound at 0 an idle-CPU scan gives up at once (no idle core hinted). */
 START_TEST(t_scan_bound_stops_scan)
 {
@@ -696,6 +725,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_sync_goes_to_waker);
 	tcase_add_test(tc, t_short_task_never_stacks_on_two);
 	tcase_add_test(tc, t_scan_bound);
+	tcase_add_test(tc, t_util_is_run_time);
 	tcase_add_test(tc, t_scan_bound_stops_scan);
 	tcase_add_loop_test(tc, t_registered_and_allowed_only, 0, 3);
 	tcase_add_loop_test(tc, t_claim_release_and_steal, 0, 3);
