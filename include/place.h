@@ -198,6 +198,10 @@ enum place_policy {
 #define PLACE_FEAT_SHORT_AFFINE (1u << 2) /* wake onto a waker running one short task */
 #define PLACE_FEAT_WAKE_WIDE    (1u << 3) /* no wake-affine for 1:N wakers (wakee flips) */
 #define PLACE_FEAT_SIS_UTIL     (1u << 4) /* bound the idle-CPU scan by LLC utilization */
+/* (SIS_UTIL's utilization is the share of the LLC's registered workers'
+ * time spent running tasks, from place_run_begin to place_run_end, as the
+ * kernel counts running time; decayed, sampled at most once per
+ * util_period_ns. The scan stops from about 85% busy.) */
 /* Core scheduling (SMT isolation): tasks of different cookies never run at
  * once on SMT siblings of one core (see place_run_begin). On by default, so
  * that isolation is never silently off. Costs, on cores with more than one
