@@ -27,7 +27,7 @@ static inline uint64_t place__state(const struct place *p, int cpu)
 /* Claim an available CPU: CLAIMED, one QUEUED task, a new generation.
  * seen is the value the caller probed. False when it is (or becomes) not
  * available. Any thread. */
-static inline bool place__st_claim(uint64_t *state, uint64_t seen, uint32_t *gen)
+PLACE_INLINE bool place__st_claim(uint64_t *state, uint64_t seen, uint32_t *gen)
 {
 	uint64_t old = seen, want;
 	uint32_t g;
@@ -92,7 +92,7 @@ static inline uint64_t place__st_change(uint64_t *state, uint64_t set, uint64_t 
 }
 
 /* One more task queued here without a claim (stacked, preempted). */
-static inline void place__st_enqueue(uint64_t *state)
+PLACE_INLINE void place__st_enqueue(uint64_t *state)
 {
 	uint64_t old = place_load_64(state);
 

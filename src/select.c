@@ -660,7 +660,7 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 	/* wakeups and claims are sums of these (stats.c) */
 	place__count(p, w->waker, llc, level, 1);
 	place__count(p, w->waker, llc, PLACE_STAT_cpus_probed, w->probes);
-	if (!w->gen && level != PLACE_STAT_hit_fallback)
+	if (!w->claim && level != PLACE_STAT_hit_fallback) /* a claim is never lost on a hit */
 		place__count(p, w->waker, llc, PLACE_STAT_unclaimed, 1);
 	if (w->lost)
 		place__count(p, w->waker, llc, PLACE_STAT_lost_claims, w->lost);
@@ -680,7 +680,7 @@ PLACE_INLINE int wake_from_target(struct wake *w)
 }
 
 /* The whole path: wake_target() then select_idle_sibling(), as the kernel. */
-static inline int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
+PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	struct wake w;
 	int err = wake_init(&w, p, t, waker_cpu, flags);
