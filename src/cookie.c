@@ -34,11 +34,12 @@ int place__cookie_refused(struct place *p, int cpu)
 }
 
 /* cpu's worker parks: a forced-idle period ends here (idle_enter reads the
- * clock only then). Worker only. */
-void place__cookie_idle(struct place *p, int cpu)
+ * clock only then). Worker only. Returns 0 (idle_enter's tail call). */
+int place__cookie_idle(struct place *p, int cpu)
 {
 	if (p->slot[cpu].forced_since)
 		place__cookie_forced_end(p, cpu, place__now(p));
+	return 0;
 }
 
 /* cpu's worker is going away (not concurrently with its calls): a task it

@@ -137,7 +137,7 @@ static inline void place__cookie_forced_end(struct place *p, int cpu, uint64_t n
 
 /* cookie.c */
 int place__cookie_refused(struct place *p, int cpu);
-void place__cookie_idle(struct place *p, int cpu);
+int place__cookie_idle(struct place *p, int cpu); /* returns 0 */
 void place__cookie_unregister(struct place *p, int cpu);
 int place__cookie_fallback(struct place *p, const place_task *t, int target, uint64_t *probes);
 

@@ -63,27 +63,26 @@ PLACE_NOINLINE void publish_exact(struct place *p, int cpu)
 		place_mask_set(llc->icores, m->core_lo);
 }
 
-PLACE_INLINE void idle_publish(struct place *p, int cpu)
+PLACE_INLINE void idle_publish(struct place *p, int cpu, struct place_llc *llc)
 {
 	const struct place_cpu_map *m = &p->map[cpu];
-	struct place_llc *llc = &p->llc[m->llc];
 
 	place_fence_rmw_load(); /* our IDLE/claim RMW before the mask loads; pairs with repair() */
-	if (p->policy == PLACE_POLICY_EXACT) {
+	/* SIS_CORE: own bit first, a claim or a run never clears it */
+	if (p->policy == PLACE_POLICY_SIS_CORE) {
+		if (!place_mask_test(llc->icpus, m->pos) && !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
+			place_mask_set(llc->icpus, m->pos);
+	} else if (p->policy == PLACE_POLICY_EXACT) {
 		publish_exact(p, cpu);
 		return;
 	}
-	/* SIS_CORE: own bit first, a claim or a run never clears it */
-	if (p->policy == PLACE_POLICY_SIS_CORE && !place_mask_test(llc->icpus, m->pos) &&
-	    !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
-		place_mask_set(llc->icpus, m->pos);
-	if (llc->smt && !place_load_32(&llc->has_idle_cores) && siblings_available(p, m, cpu))
+	if (!place_load_32(&llc->has_idle_cores) && siblings_available(p, m, cpu))
 		place_store_32(&llc->has_idle_cores, 1);
 }
 
 void place__idle_publish(struct place *p, int cpu)
 {
-	idle_publish(p, cpu);
+	idle_publish(p, cpu, p->cpu[cpu].llc);
 }
 
 /* EXACT: cpu is no longer available (busy, claimed, unregistered). */
@@ -206,20 +205,19 @@ void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stam
 /* ---- the worker's edges ------------------------------------------------ */
 
 /* d (a dense CPU or an error) unless its worker still runs a task. */
-static int between_tasks(const place *p, int d)
+PLACE_INLINE int between_tasks(const place *p, int d)
 {
 	return d >= 0 && place_load_32(&p->cpu[d].running) ? -EBUSY : d;
 }
 
 PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 {
-	int d = place__worker_cpu(p, cpu);
 	struct place_stat_slot *slot;
 	struct place_cpu *c;
+	int d = place__worker_line(p, cpu, &c);
 
 	if (d < 0)
 		return d;
-	c = &p->cpu[d]; /* once: every atomic below is a compiler barrier */
 	slot = &p->slot[d];
 	if (place_load_32(&c->running))
 		return -EBUSY;
@@ -233,10 +231,10 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	/* Not while a wakeup is pending here (seed 001 patch 1): the claimed or
 	 * stacked task is on its way, and this CPU is about to be busy. */
 	if (place__st_available(place_load_64(&c->state)))
-		idle_publish(p, d);
-	if (slot->forced_since) /* only a cookie refusal sets it */
-		place__cookie_idle(p, d); /* a forced-idle period ends (a tail call) */
-	return 0;
+		idle_publish(p, d, c->llc);
+	/* only a cookie refusal sets it: a forced-idle period ends (a tail
+	 * call, so that the common path needs no stack frame) */
+	return slot->forced_since ? place__cookie_idle(p, d) : 0;
 }
 
 /*
@@ -267,7 +265,7 @@ static void start_delivery(struct place *p, int cpu, struct place_task_rec *r)
 
 /* What every task edge checks first: cpu has a worker, t is a record.
  * Returns the dense CPU or a negative errno. */
-static int task_edge(place *p, int cpu, place_task *t, struct place_task_rec **r)
+PLACE_INLINE int task_edge(place *p, int cpu, place_task *t, struct place_task_rec **r)
 {
 	int d = place__worker_cpu(p, cpu);
 

@@ -124,6 +124,9 @@ struct place_cpu {
 	 * run_end; the recompute reads relaxed: a torn busy_ns/running/stamp
 	 * read skews one sample of a decayed average. */
 	uint64_t busy_ns;
+	/* Its LLC (read-only after create): the idle edge reaches the LLC's
+	 * hints from this line, which it has at hand. */
+	struct place_llc *llc;
 };
 _Static_assert(sizeof(struct place_cpu) == PLACE_CACHELINE, "per-CPU state is one cache line");
 
@@ -175,7 +178,9 @@ struct place_llc {
 
 	/* Set (relaxed, read first) by a CPU entering idle when its whole core
 	 * is available; cleared by a full idle-core scan that found no idle
-	 * core. Read relaxed by scans. A hint, as in the kernel. */
+	 * core. Read relaxed by scans. A hint, as in the kernel. An LLC
+	 * without SMT has no idle core to find (scans test smt first); its
+	 * flag stays 1, so that the idle edge has nothing to do for it. */
 	alignas(PLACE_CACHELINE) uint32_t has_idle_cores;
 	/* SIS_UTIL scan bound. Written (only when it changes) by the one CPU
 	 * that won the recompute; read relaxed by scans. */
@@ -372,8 +377,10 @@ static inline void place__count(struct place *p, int cpu, int llc, enum place_st
 /* Argument checks shared by the public calls (inline: the hot path's). */
 
 /* Dense index of a CPU with a registered worker, or -EINVAL (p NULL),
- * -ENODEV (not a usable CPU), -ENOENT (no worker registered). */
-static inline int place__worker_cpu(const struct place *p, int os)
+ * -ENODEV (not a usable CPU), -ENOENT (no worker registered); *c gets its
+ * line, for a caller that goes on with it (every atomic is a compiler
+ * barrier: p->cpu would be loaded again). */
+static inline int place__worker_line(const struct place *p, int os, struct place_cpu **c)
 {
 	int d;
 
@@ -382,9 +389,17 @@ static inline int place__worker_cpu(const struct place *p, int os)
 	d = place__dense(p, os);
 	if (d < 0)
 		return -ENODEV;
-	if (!(place_load_64(&p->cpu[d].state) & PLACE_ST_REGISTERED))
+	*c = &p->cpu[d];
+	if (!(place_load_64(&(*c)->state) & PLACE_ST_REGISTERED))
 		return -ENOENT;
 	return d;
+}
+
+static inline int place__worker_cpu(const struct place *p, int os)
+{
+	struct place_cpu *c;
+
+	return place__worker_line(p, os, &c);
 }
 
 /* t's record, or NULL when t is NULL or was never initialised. */

@@ -102,6 +102,7 @@ static int build_map(struct place *p)
 			if (t->cpu[t->core_cpus[i]].llc_pos < m->core_lo)
 				m->core_lo = t->cpu[t->core_cpus[i]].llc_pos;
 		m->core_at = t->llc_start[m->llc] + m->core_lo;
+		p->cpu[cpu].llc = &p->llc[m->llc];
 	}
 	for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
 		const struct place_cpu_map *m = &p->map[cpu];
@@ -153,6 +154,7 @@ static int build_llcs(struct place *p, uint64_t now)
 		for (int pos = 0; pos < llc->weight; pos++)
 			if (p->map[place__llc_cpu(p, l, pos)].smt > 1)
 				llc->smt = true;
+		llc->has_idle_cores = !llc->smt; /* see internal.h */
 		llc->nr_idle_scan = (uint32_t)llc->weight;
 		llc->util_stamp = now;
 	}
