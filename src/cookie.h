@@ -43,15 +43,14 @@ static inline uint64_t *place__occ(const struct place *p, int cpu)
 }
 
 /*
- * Wakeup hint: may a task with this cookie start on cpu's core now? Yes when
- * nothing runs there or its running tasks carry the same cookie. Relaxed and
- * possibly torn (production reads the halves apart): a wrong answer costs one
- * refusal at run_begin or one skipped candidate, never a co-run, because
- * run_begin decides exactly.
+ * Wakeup hint, COOKIES on: may a task with this cookie start on cpu's core
+ * now? Yes when nothing runs there or its running tasks carry the same
+ * cookie. Relaxed and possibly torn (production reads the halves apart): a
+ * wrong answer costs one refusal at run_begin or one skipped candidate,
+ * never a co-run, because run_begin decides exactly. A core of one CPU never
+ * counts anything (every update tests place__cookie_on), so its {0, 0}
+ * admits every cookie without a test of its own.
  */
-/* The same with COOKIES known to be on (the wakeup's test): a core of one
- * CPU never counts anything (every update tests place__cookie_on), so its
- * {0, 0} admits every cookie without a test of its own. */
 static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t cookie)
 {
 	uint64_t occ[2];
@@ -60,17 +59,10 @@ static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t
 	return !occ[PLACE_OCC_COUNT] || occ[PLACE_OCC_COOKIE] == cookie;
 }
 
+/* The same whether COOKIES is on or not. */
 static inline bool place__cookie_fits(const struct place *p, int cpu, uint64_t cookie)
 {
 	return !place__feat(p, PLACE_FEAT_COOKIES) || place__cookie_admits(p, cpu, cookie);
-}
-
-/* Same, with the cookie read from t's record (place_task_set_cookie stores
- * it relaxed from any thread). */
-static inline bool place__cookie_fits_task(const struct place *p, const struct place_task_rec *r,
-					   int cpu)
-{
-	return !place__feat(p, PLACE_FEAT_COOKIES) || place__cookie_fits(p, cpu, place_load_64(&r->cookie));
 }
 
 /*
