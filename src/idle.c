@@ -21,14 +21,33 @@
 #define UTIL_ONE 1024      /* fixed point: 1024 = every registered CPU busy */
 #define SIS_UTIL_PCT 117   /* the kernel's imbalance_pct at the LLC: scanning stops near 85% */
 
+/* Are cpu's SMT siblings (m is cpu's map) all available? cpu itself is not
+ * looked at. */
+PLACE_INLINE bool siblings_available(const struct place *p, const struct place_cpu_map *m, int cpu)
+{
+	for (int i = 0; i < m->smt; i++) {
+		int sib = place__sibling(p, m, i);
+
+		if (sib != cpu && !place__st_available(place__state(p, sib)))
+			return false;
+	}
+	return true;
+}
+
 bool place__core_available(const struct place *p, int cpu)
 {
-	const struct place_cpu_map *m = &p->map[cpu];
+	return place__st_available(place__state(p, cpu)) && siblings_available(p, &p->map[cpu], cpu);
+}
 
-	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++)
-		if (!place__st_available(place__state(p, place__llc_cpu(p, m->llc, pos))))
-			return false;
-	return true;
+/* EXACT's part of idle_publish(), out of line. */
+PLACE_NOINLINE void publish_exact(struct place *p, int cpu)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+	struct place_llc *llc = &p->llc[m->llc];
+
+	place_mask_set(llc->icpus, m->pos);
+	if (place__core_available(p, cpu))
+		place_mask_set(llc->icores, m->core_lo);
 }
 
 /*
@@ -41,28 +60,6 @@ bool place__core_available(const struct place *p, int cpu)
  * SIS_CORE and LINEAR: has_idle_cores when the whole core is available.
  * EXACT: the CPU's bit, and the core's bit when the whole core is.
  */
-/* Are cpu's SMT siblings (m is cpu's map) all available? cpu itself is. */
-PLACE_INLINE bool siblings_available(const struct place *p, const struct place_cpu_map *m, int cpu)
-{
-	for (int i = 0; i < m->smt; i++) {
-		int sib = place__sibling(p, m, i);
-
-		if (sib != cpu && !place__st_available(place__state(p, sib)))
-			return false;
-	}
-	return true;
-}
-
-PLACE_NOINLINE void publish_exact(struct place *p, int cpu)
-{
-	const struct place_cpu_map *m = &p->map[cpu];
-	struct place_llc *llc = &p->llc[m->llc];
-
-	place_mask_set(llc->icpus, m->pos);
-	if (place__core_available(p, cpu))
-		place_mask_set(llc->icores, m->core_lo);
-}
-
 PLACE_INLINE void idle_publish(struct place *p, int cpu, struct place_llc *llc)
 {
 	const struct place_cpu_map *m = &p->map[cpu];
@@ -111,8 +108,8 @@ void place__idle_withdraw(struct place *p, int cpu)
 	}
 	if (p->policy != PLACE_POLICY_SIS_CORE || !place_mask_clear(p->llc[m->llc].icpus, m->pos))
 		return;
-	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
-		int sib = place__llc_cpu(p, m->llc, pos);
+	for (int i = 0; i < m->smt; i++) {
+		int sib = place__sibling(p, m, i);
 
 		if (sib != cpu && place__st_available(place__state(p, sib)))
 			place__idle_publish(p, sib);
