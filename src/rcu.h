@@ -81,6 +81,24 @@ void __tsan_release(void *addr);
 #define place__tsan_release(a) ((void)(a))
 #endif
 
+/* Has this thread its reader slot? A hot path that tests it first and
+ * registers out of line (place__read_register) stays a leaf function:
+ * liburcu's own test calls urcu_bp_register() inline. Out of line (the
+ * sanitizer builds) liburcu's read lock registers by itself. */
+static inline bool place__read_ready(void)
+{
+#if defined(_LGPL_SOURCE)
+	return URCU_TLS(urcu_bp_reader) != NULL;
+#else
+	return true;
+#endif
+}
+
+static inline void place__read_register(void)
+{
+	urcu_bp_register();
+}
+
 static inline void place__read_lock(void)
 {
 	urcu_bp_read_lock();

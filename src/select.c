@@ -488,15 +488,8 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 	return PLACE_STAT_hit_fallback;
 }
 
-PLACE_NOINLINE enum place_stat_id scan_cores(struct wake *w)
-{
-	return select_idle_cpu(w, true);
-}
-
-PLACE_NOINLINE enum place_stat_id scan_cpus(struct wake *w)
-{
-	return select_idle_cpu(w, false);
-}
+/* select_idle_sibling()'s answer when it hands the scan on (not a level). */
+enum { SCAN_CORES = -1, SCAN_CPUS = -2 };
 
 /* Nothing idle fits: stack on the target, unless (COOKIES) its core runs
  * another cookie; then on a fitting CPU of its LLC (cookie.c), counted. That
@@ -520,9 +513,9 @@ PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
 	return PLACE_STAT_hit_fallback;
 }
 
-/* The kernel's select_idle_sibling() order. Returns the level that found
- * w->cpu, or hit_fallback. */
-PLACE_INLINE enum place_stat_id select_idle_sibling(struct wake *w)
+/* The kernel's select_idle_sibling() order up to the LLC scan. Returns the
+ * level that found w->cpu, hit_fallback, or which scan to run. */
+PLACE_INLINE int select_idle_sibling(struct wake *w)
 {
 	int target = w->target, prev = w->prev, recent;
 	bool prev_here, core;
@@ -545,12 +538,12 @@ PLACE_INLINE enum place_stat_id select_idle_sibling(struct wake *w)
 	if (!core && prev_here && prev_sibling(w))
 		return PLACE_STAT_hit_prev_smt;
 	if (core)
-		return ON_COPY(w, enum place_stat_id, scan_cores);
+		return SCAN_CORES;
 	/* SIS_UTIL: overloaded, unlikely to find one (EXACT has no bound) */
 	if (place__feat(w->p, PLACE_FEAT_SIS_UTIL) && w->p->policy != PLACE_POLICY_EXACT &&
 	    !place_load_32(&w->tllc->nr_idle_scan))
 		return PLACE_STAT_hit_fallback;
-	return ON_COPY(w, enum place_stat_id, scan_cpus);
+	return SCAN_CPUS;
 }
 
 /* ---- the public calls -------------------------------------------------- */
@@ -603,18 +596,16 @@ PLACE_INLINE void wake_prev(struct wake *w, int prev, uint64_t state)
 		w->prev = -1; /* no worker there, or not in the topology: a new placement */
 }
 
-/* Everything but prev: checks the arguments, fills the rest of w. */
-PLACE_INLINE int wake_init_args(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
+/* Everything but prev, for arguments already checked but the NUMA group
+ * (r is t's record, waker dense or -1). */
+PLACE_INLINE int wake_fill(struct wake *w, place *p, place_task *t, struct place_task_rec *r, int waker,
+			   unsigned flags)
 {
-	if (!p || !(w->r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) ||
-	    (t->cpus && !t->cpus_size))
-		return -EINVAL;
-	w->waker = place__dense(p, waker_cpu);
-	if (waker_cpu != PLACE_CPU_NONE && w->waker < 0)
-		return -ENODEV;
+	w->r = r;
+	w->waker = waker;
 	/* NUMA: read once (place_task_set_group may race), refused before
 	 * anything changes */
-	w->group = place_load_32(&w->r->group);
+	w->group = place_load_32(&r->group);
 	if (place__numa_check(p, w->group))
 		return -ENOSPC;
 	w->p = p;
@@ -630,6 +621,20 @@ PLACE_INLINE int wake_init_args(struct wake *w, place *p, place_task *t, int wak
 	w->tm = NULL;
 	w->tllc = NULL;
 	return 0;
+}
+
+/* Everything but prev: checks the arguments, fills the rest of w. */
+PLACE_INLINE int wake_init_args(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	struct place_task_rec *r;
+	int waker;
+
+	if (!p || !(r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) || (t->cpus && !t->cpus_size))
+		return -EINVAL;
+	waker = place__dense(p, waker_cpu);
+	if (waker_cpu != PLACE_CPU_NONE && waker < 0)
+		return -ENODEV;
+	return wake_fill(w, p, t, r, waker, flags);
 }
 
 PLACE_INLINE int wake_init(struct wake *w, place *p, place_task *t, int waker_cpu, unsigned flags)
@@ -669,14 +674,32 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 	return m->os;
 }
 
-/* From the target on: select_idle_sibling(), else stack on the target. */
-PLACE_INLINE int wake_from_target(struct wake *w)
+/* What is left once the level is known: stack if nothing idle, commit. */
+PLACE_INLINE int wake_finish(struct wake *w, enum place_stat_id level)
 {
-	enum place_stat_id level = select_idle_sibling(w);
-
 	if (level == PLACE_STAT_hit_fallback)
 		level = stack_cpu(w); /* nothing idle: stack on the target */
 	return wake_commit(w, level);
+}
+
+/* The LLC scan and the rest of the wakeup, out of line. */
+PLACE_NOINLINE int scan_finish(struct wake *w, bool core)
+{
+	return wake_finish(w, select_idle_cpu(w, core));
+}
+
+/* From the target on: select_idle_sibling(), else stack on the target. A
+ * scan finishes the wakeup on a copy of w: nothing after it needs w, and w
+ * whose address never escapes stays in registers. */
+PLACE_INLINE int wake_from_target(struct wake *w)
+{
+	int level = select_idle_sibling(w);
+	struct wake copy;
+
+	if (level >= 0)
+		return wake_finish(w, (enum place_stat_id)level);
+	copy = *w;
+	return scan_finish(&copy, level == SCAN_CORES);
 }
 
 /* The whole path: wake_target() then select_idle_sibling(), as the kernel. */
@@ -697,12 +720,15 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 
 /*
  * The commonest wakeups have no waker (so prev is the target, see
- * wake_target()), plain flags and nothing of an earlier wakeup to give up.
- * place_wakeup looks at prev first and then takes one of two short paths,
- * each small enough to keep most of what it needs in registers; anything
- * else takes the whole path. PREV_IDLE: claim prev, as
- * select_idle_sibling()'s first step would. PREV_BUSY: the rest of
- * select_idle_sibling().
+ * wake_target()), plain flags, no cpu_set_t and nothing of an earlier
+ * wakeup to give up. place_wakeup looks at prev first and then takes a
+ * short path, small enough to keep what it needs in registers, where one
+ * fits: PREV_IDLE claims prev, as select_idle_sibling()'s first step would;
+ * PREV_BUSY in an overloaded LLC stacks on prev after the kernel's probes.
+ * A short path hands anything else to a longer one, which starts over: a
+ * busy prev in an LLC that may have idle CPUs goes to the rest of
+ * select_idle_sibling(), every other wakeup to the whole path. They answer
+ * alike (tests/test_engine: t_short_paths_agree).
  */
 enum glance { WHOLE_PATH, PREV_IDLE, PREV_BUSY };
 
@@ -711,8 +737,8 @@ PLACE_INLINE enum glance glance(place *p, place_task *t, int waker_cpu, unsigned
 {
 	const struct place_task_rec *r = place__task_rec(t);
 
-	if (waker_cpu != PLACE_CPU_NONE || (flags & ~PLACE_WAKE_SYNC) || !r || r->queued_cpu >= 0 ||
-	    (*prev = place__dense(p, r->prev_cpu)) < 0 || !place__allowed(p, t, *prev))
+	if (waker_cpu != PLACE_CPU_NONE || (flags & ~PLACE_WAKE_SYNC) || !r || t->cpus || r->queued_cpu >= 0 ||
+	    (*prev = place__dense(p, r->prev_cpu)) < 0)
 		return WHOLE_PATH;
 	*state = place__state(p, *prev);
 	if (!place__st_usable(*state))
@@ -720,11 +746,12 @@ PLACE_INLINE enum glance glance(place *p, place_task *t, int waker_cpu, unsigned
 	return place__st_available(*state) ? PREV_IDLE : PREV_BUSY;
 }
 
-/* The short paths' w: what wake_init() makes of it, prev given. */
+/* The short paths' w: what wake_init() makes of it, prev given. glance()
+ * checked p, t, flags and the waker (and that t has no cpu_set_t). */
 PLACE_INLINE int wake_init_prev(struct wake *w, place *p, place_task *t, unsigned flags, int prev,
 				uint64_t state)
 {
-	int err = wake_init_args(w, p, t, PLACE_CPU_NONE, flags);
+	int err = wake_fill(w, p, t, place__rec(t), -1, flags);
 
 	if (err)
 		return err;
@@ -734,28 +761,52 @@ PLACE_INLINE int wake_init_prev(struct wake *w, place *p, place_task *t, unsigne
 	return 0;
 }
 
-/* PREV_IDLE; false when the claim is lost (the whole path then starts
- * over) or an argument is wrong (the whole path says which). */
-PLACE_INLINE bool wake_prev_idle(place *p, place_task *t, unsigned flags, int prev, uint64_t state,
-				 int *cpu)
-{
-	struct wake w;
-
-	if (wake_init_prev(&w, p, t, flags, prev, state) || !take_seen(&w, prev, state))
-		return false;
-	*cpu = wake_commit(&w, PLACE_STAT_hit_target);
-	return true;
-}
-
 /* The whole path inside the read section place_wakeup opened; closes it
- * (so that place_wakeup's calls are tail calls and its own short path
- * saves no register). */
+ * (so that place_wakeup's calls are tail calls and it saves no register). */
 PLACE_NOINLINE int wakeup_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	int cpu = wakeup(p, t, waker_cpu, flags);
 
 	place__read_unlock(p);
 	return cpu;
+}
+
+/* A short path's answer: t is counted on prev (claim gen, 0 = stacked),
+ * at the given level after probes probes; the read section closes. */
+PLACE_INLINE int short_commit(place *p, struct place_task_rec *r, int prev, uint32_t gen,
+			      enum place_stat_id level, uint64_t probes)
+{
+	const struct place_cpu_map *m = &p->map[prev];
+
+	r->queued_cpu = m->os;
+	r->claim_gen = gen;
+	place__count(p, -1, m->llc, level, 1);
+	place__count(p, -1, m->llc, PLACE_STAT_cpus_probed, probes);
+	place__read_unlock(p);
+	return m->os;
+}
+
+/* Can a short path answer for t: CLAIM on (the short paths always claim or
+ * stack), t's group accepted, t's cookie admitted on prev's core. */
+PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev)
+{
+	return place__feat(p, PLACE_FEAT_CLAIM) && !place__numa_check(p, place_load_32(&r->group)) &&
+	       place__cookie_fits(p, prev, place_load_64(&r->cookie));
+}
+
+/* PREV_IDLE: claim prev, as select_idle_sibling()'s first step would,
+ * closing the read section. Anything else (a lost claim, CLAIM off, a
+ * cookie or group the short paths do not decide) starts the whole path. */
+PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t state)
+{
+	struct place_task_rec *r = place__rec(t);
+	uint32_t gen;
+
+	if (!short_fits(p, r, prev) || !place__st_claim(&p->cpu[prev].state, state, &gen))
+		return wakeup_unlock(p, t, PLACE_CPU_NONE, flags);
+	if (p->policy == PLACE_POLICY_EXACT)
+		place__exact_unpublish(p, prev); /* claimed is not idle */
+	return short_commit(p, r, prev, gen, PLACE_STAT_hit_target, 1);
 }
 
 /* PREV_BUSY, closing the read section likewise. */
@@ -770,25 +821,67 @@ PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags
 	return cpu;
 }
 
+/*
+ * PREV_BUSY where select_idle_sibling() can only stack on prev: the LLC
+ * hints no idle core, its scan bound is 0 (SIS_UTIL: overloaded, so no
+ * scan), and neither recent_used_cpu nor an SMT sibling of prev is
+ * available. The commonest wakeup of a busy machine, here with the kernel's
+ * probes and nothing else. Anything else (something available, an idle-core
+ * hint, a cookie that prev's core does not admit, a group the instance
+ * refuses) goes to the busy path, which decides it in the kernel's order
+ * from the start.
+ */
+PLACE_NOINLINE int wake_overloaded_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t state)
+{
+	struct place_task_rec *r = place__rec(t);
+	const struct place_cpu_map *m = &p->map[prev];
+	const struct place_llc *llc = &p->llc[m->llc];
+	const int *sib = &p->llc_cpus[m->core_at], *end = sib + m->smt;
+	int recent = place__dense(p, r->recent_used_cpu);
+	uint64_t probes = 1; /* prev, by glance() */
+
+	if (p->policy == PLACE_POLICY_EXACT || !place__feat(p, PLACE_FEAT_SIS_UTIL) ||
+	    place_load_32(&llc->nr_idle_scan) || (llc->smt && place_load_32(&llc->has_idle_cores)) ||
+	    !short_fits(p, r, prev))
+		goto busy;
+	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
+	    (probes++, place__st_available(place__state(p, recent))))
+		goto busy;
+	for (; sib < end; sib++)
+		if (*sib != prev && (probes++, place__st_available(place__state(p, *sib))))
+			goto busy;
+	place__st_enqueue(&p->cpu[prev].state);
+	r->recent_used_cpu = r->prev_cpu;
+	return short_commit(p, r, prev, 0, PLACE_STAT_hit_fallback, probes);
+busy:
+	return wake_prev_busy_unlock(p, t, flags, prev, state);
+}
+
+/* This thread's first wakeup: its RCU reader slot, then the wakeup. */
+PLACE_NOINLINE int wakeup_register(place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	place__read_register();
+	return place_wakeup(p, t, waker_cpu, flags);
+}
+
 /* One RCU read-side critical section (rcu.h): place_set_topology's grace
  * period waits for it, so an answer read from a state word before a CPU
  * went OFFLINE is returned before that call returns. */
 PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	uint64_t state = 0;
-	int cpu, prev = -1;
+	int prev = -1;
 
 	if (!p)
 		return -EINVAL;
+	if (!place__read_ready())
+		return wakeup_register(p, t, waker_cpu, flags);
 	place__read_lock();
 	switch (glance(p, t, waker_cpu, flags, &prev, &state)) {
 	case PREV_IDLE:
-		if (!wake_prev_idle(p, t, flags, prev, state, &cpu))
-			break;
-		place__read_unlock(p);
-		return cpu;
+		return wake_prev_idle_unlock(p, t, flags, prev, state);
 	case PREV_BUSY:
-		return wake_prev_busy_unlock(p, t, flags, prev, state);
+		return wake_overloaded_unlock(p, t, flags, prev, state);
 	case WHOLE_PATH:
 		break;
 	}

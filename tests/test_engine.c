@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 #include "test_engine.h"
@@ -710,6 +711,111 @@ START_TEST(t_forget_gives_back)
 }
 END_TEST
 
+/*
+ * place_wakeup's short paths (no waker, no cpu_set_t: prev idle, claim it;
+ * prev busy in an overloaded LLC, stack on it) answer as the general path.
+ * Two instances take the same steps; the tasks of the second carry a
+ * cpu_set_t of every CPU, which sends each of their wakeups down the general
+ * path. Every answer, state word, mask word and statistic must agree. The
+ * steps busy and free CPUs (cookied dummies among them), set the LLC hints
+ * (scan bound 0 or not, has_idle_cores) and wake tasks with cookies, groups
+ * out of range and recent CPUs in and out of prev's LLC.
+ */
+#define TOPO_2LLC8 "synthetic:pack:1 l3:2 core:4 pu:2"
+
+static unsigned agree_rand(unsigned *seed)
+{
+	*seed = *seed * 1103515245 + 12345;
+	return *seed >> 8;
+}
+
+static void agree_check(struct env *a, struct env *b, const char *policy, int step)
+{
+	place_stats sa = env_stats(a), sb = env_stats(b);
+
+	for (int c = 0; c < a->nr_cpus; c++)
+		ck_assert_msg(env_state(a, c) == env_state(b, c), "%s step %d: cpu %d state %#lx vs %#lx", policy,
+			      step, c, (unsigned long)env_state(a, c), (unsigned long)env_state(b, c));
+	for (int l = 0; l < 2; l++)
+		ck_assert_msg(env_mask(a, l) == env_mask(b, l), "%s step %d: llc %d mask %#lx vs %#lx", policy, step,
+			      l, (unsigned long)env_mask(a, l), (unsigned long)env_mask(b, l));
+	ck_assert_msg(memcmp(&sa, &sb, sizeof(sa)) == 0, "%s step %d: statistics differ", policy, step);
+}
+
+/* One step, drawn by r; *answer gets what its call returned (INT_MIN: none). */
+static void agree_step(struct env *e, unsigned r, int *answer)
+{
+	int cpu = (int)(r % (unsigned)e->nr_cpus), i = (int)((r >> 4) % 32);
+	place_task *dummy = &e->task[48 + cpu], *t = &e->task[i];
+	struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
+
+	*answer = INT_MIN;
+	switch ((r >> 12) % 8) {
+	case 0: /* busy or free a CPU */
+	case 1:
+		if (e->p->cpu[cpu].curr == dummy)
+			env_park(e, cpu, dummy);
+		else if (!e->p->cpu[cpu].curr)
+			*answer = place_run_begin(e->p, cpu, dummy); /* a cookie may refuse it */
+		break;
+	case 2: /* the hints: overloaded or not, an idle core hinted or not */
+		place_store_32(&llc->nr_idle_scan, (r >> 16) % 2 ? 0 : 4);
+		place_store_32(&llc->has_idle_cores, (r >> 17) % 4 == 0);
+		break;
+	case 3: /* t's record: cookie, an out-of-range group, recent */
+		ck_assert_int_eq(place_task_set_cookie(t, (r >> 16) % 3 == 0), 0);
+		place__rec(t)->group = (r >> 18) % 16 == 0 ? 1000 : 0;
+		place__rec(t)->recent_used_cpu = (int)((r >> 20) % 18) - 1;
+		break;
+	default: /* wake t, its prev drawn; give it up at once, or not */
+		place__rec(t)->prev_cpu = cpu;
+		*answer = place_wakeup(e->p, t, PLACE_CPU_NONE, (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0);
+		if ((r >> 17) % 4)
+			ck_assert_int_eq(place_task_forget(e->p, t), 0);
+		break;
+	}
+	e->now += 1000;
+}
+
+START_TEST(t_short_paths_agree)
+{
+	static const unsigned feats[] = { PLACE_FEAT_DEFAULT, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_COOKIES,
+					  PLACE_FEAT_DEFAULT & ~PLACE_FEAT_CLAIM };
+	struct env a, b;
+	cpu_set_t all;
+	unsigned seed = 4242 + (unsigned)_i;
+	uint64_t stacked, claimed;
+
+	env_open(&a, TOPO_2LLC8, policies[_i % 3], feats[_i / 3], true);
+	env_open(&b, TOPO_2LLC8, policies[_i % 3], feats[_i / 3], true);
+	CPU_ZERO(&all);
+	for (int c = 0; c < b.nr_cpus; c++)
+		CPU_SET(c, &all);
+	for (int i = 0; i < NR_TASKS; i++) {
+		ck_assert_int_eq(place_task_set_cpus(&b.task[i], &all, sizeof(all)), 0);
+		if (i >= 48 && i % 3 == 0) { /* some dummies carry cookie 1 */
+			ck_assert_int_eq(place_task_set_cookie(&a.task[i], 1), 0);
+			ck_assert_int_eq(place_task_set_cookie(&b.task[i], 1), 0);
+		}
+	}
+	for (int step = 0; step < 6000; step++) {
+		unsigned r = agree_rand(&seed);
+		int ra, rb;
+
+		agree_step(&a, r, &ra);
+		agree_step(&b, r, &rb);
+		ck_assert_msg(ra == rb, "%s step %d: %d vs %d (general path)", policy_name[_i % 3], step, ra, rb);
+		agree_check(&a, &b, policy_name[_i % 3], step);
+	}
+	stacked = env_stats(&a).hit_fallback;
+	claimed = env_stats(&a).hit_target;
+	ck_assert_msg(stacked > 200 && claimed > 200, "too few short-path cases: %lu stacked, %lu on prev",
+		      (unsigned long)stacked, (unsigned long)claimed);
+	env_close(&a);
+	env_close(&b);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -738,6 +844,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_rewake_before_run, 0, 3);
 	tcase_add_loop_test(tc, t_new_tasks_spread_when_busy, 0, 3);
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
+	tcase_add_loop_test(tc, t_short_paths_agree, 0, 9);
 	suite_add_tcase(s, tc);
 	return s;
 }
