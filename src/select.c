@@ -786,11 +786,11 @@ PLACE_INLINE int short_commit(place *p, struct place_task_rec *r, int prev, uint
 	return m->os;
 }
 
-/* Can a short path answer for t: CLAIM on (the short paths always claim or
- * stack), t's group accepted, t's cookie admitted on prev's core. */
+/* Can a short path answer for t: its group accepted, its cookie admitted
+ * on prev's core. */
 PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev)
 {
-	return place__feat(p, PLACE_FEAT_CLAIM) && !place__numa_check(p, place_load_32(&r->group)) &&
+	return !place__numa_check(p, place_load_32(&r->group)) &&
 	       place__cookie_fits(p, prev, place_load_64(&r->cookie));
 }
 
@@ -802,7 +802,8 @@ PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, unsigned flags
 	struct place_task_rec *r = place__rec(t);
 	uint32_t gen;
 
-	if (!short_fits(p, r, prev) || !place__st_claim(&p->cpu[prev].state, state, &gen))
+	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev) ||
+	    !place__st_claim(&p->cpu[prev].state, state, &gen))
 		return wakeup_unlock(p, t, PLACE_CPU_NONE, flags);
 	if (p->policy == PLACE_POLICY_EXACT)
 		place__exact_unpublish(p, prev); /* claimed is not idle */
@@ -836,18 +837,17 @@ PLACE_NOINLINE int wake_overloaded_unlock(place *p, place_task *t, unsigned flag
 	struct place_task_rec *r = place__rec(t);
 	const struct place_cpu_map *m = &p->map[prev];
 	const struct place_llc *llc = &p->llc[m->llc];
-	const int *sib = &p->llc_cpus[m->core_at], *end = sib + m->smt;
-	int recent = place__dense(p, r->recent_used_cpu);
 	uint64_t probes = 1; /* prev, by glance() */
+	int recent;
 
-	if (p->policy == PLACE_POLICY_EXACT || !place__feat(p, PLACE_FEAT_SIS_UTIL) ||
-	    place_load_32(&llc->nr_idle_scan) || (llc->smt && place_load_32(&llc->has_idle_cores)) ||
-	    !short_fits(p, r, prev))
+	if (!p->stack_short || place_load_32(&llc->nr_idle_scan) ||
+	    (llc->smt && place_load_32(&llc->has_idle_cores)) || !short_fits(p, r, prev))
 		goto busy;
+	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
 	    (probes++, place__st_available(place__state(p, recent))))
 		goto busy;
-	for (; sib < end; sib++)
+	for (const int *sib = &p->llc_cpus[m->core_at], *end = sib + m->smt; sib < end; sib++)
 		if (*sib != prev && (probes++, place__st_available(place__state(p, *sib))))
 			goto busy;
 	place__st_enqueue(&p->cpu[prev].state);
