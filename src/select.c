@@ -827,34 +827,39 @@ PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags
  * hints no idle core, its scan bound is 0 (SIS_UTIL: overloaded, so no
  * scan), and neither recent_used_cpu nor an SMT sibling of prev is
  * available. The commonest wakeup of a busy machine, here with the kernel's
- * probes and nothing else. Anything else (something available, an idle-core
- * hint, a cookie that prev's core does not admit, a group the instance
- * refuses) goes to the busy path, which decides it in the kernel's order
- * from the start.
+ * probes and nothing else; *probes counts them. False for anything else
+ * (something available, an idle-core hint, a cookie that prev's core does
+ * not admit, a group the instance refuses): the busy path then decides it
+ * in the kernel's order from the start.
  */
-PLACE_NOINLINE int wake_overloaded_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t state)
+PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 {
 	struct place_task_rec *r = place__rec(t);
 	const struct place_cpu_map *m = &p->map[prev];
 	const struct place_llc *llc = &p->llc[m->llc];
-	uint64_t probes = 1; /* prev, by glance() */
 	int recent;
 
 	if (!p->stack_short || place_load_32(&llc->nr_idle_scan) ||
 	    (llc->smt && place_load_32(&llc->has_idle_cores)) || !short_fits(p, r, prev))
-		goto busy;
+		return false;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
-	    (probes++, place__st_available(place__state(p, recent))))
-		goto busy;
+	    (++*probes, place__st_available(place__state(p, recent))))
+		return false;
 	for (const int *sib = &p->llc_cpus[m->core_at], *end = sib + m->smt; sib < end; sib++)
-		if (*sib != prev && (probes++, place__st_available(place__state(p, *sib))))
-			goto busy;
+		if (*sib != prev && (++*probes, place__st_available(place__state(p, *sib))))
+			return false;
+	return true;
+}
+
+/* overloaded(): stack t on prev, closing the read section. */
+PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int prev, uint64_t probes)
+{
+	struct place_task_rec *r = place__rec(t);
+
 	place__st_enqueue(&p->cpu[prev].state);
 	r->recent_used_cpu = r->prev_cpu;
 	return short_commit(p, r, prev, 0, PLACE_STAT_hit_fallback, probes);
-busy:
-	return wake_prev_busy_unlock(p, t, flags, prev, state);
 }
 
 /* This thread's first wakeup: its RCU reader slot, then the wakeup. */
@@ -869,7 +874,7 @@ PLACE_NOINLINE int wakeup_register(place *p, place_task *t, int waker_cpu, unsig
  * went OFFLINE is returned before that call returns. */
 PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
-	uint64_t state = 0;
+	uint64_t state = 0, probes = 1; /* prev, by glance() */
 	int prev = -1;
 
 	if (!p)
@@ -881,7 +886,9 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 	case PREV_IDLE:
 		return wake_prev_idle_unlock(p, t, flags, prev, state);
 	case PREV_BUSY:
-		return wake_overloaded_unlock(p, t, flags, prev, state);
+		if (overloaded(p, t, prev, &probes))
+			return wake_stack_unlock(p, t, prev, probes);
+		return wake_prev_busy_unlock(p, t, flags, prev, state);
 	case WHOLE_PATH:
 		break;
 	}
