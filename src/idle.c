@@ -25,12 +25,9 @@
  * looked at. */
 PLACE_INLINE bool siblings_available(const struct place *p, const struct place_cpu_map *m, int cpu)
 {
-	for (int i = 0; i < m->smt; i++) {
-		int sib = place__sibling(p, m, i);
-
-		if (sib != cpu && !place__st_available(place__state(p, sib)))
+	for (const int *sib = &p->llc_cpus[m->core_at], *end = sib + m->smt; sib < end; sib++)
+		if (*sib != cpu && !place__st_available(place__state(p, *sib)))
 			return false;
-	}
 	return true;
 }
 
