@@ -309,6 +309,8 @@ struct place {
 	uint64_t util_period_ns;
 	struct place_cpu *cpu;        /* [nr_cpus] */
 	struct place_cpu_map *map;    /* [nr_cpus] */
+	int *sib_next;                /* [nr_cpus] the next SMT sibling, a ring over the core
+	                               * (itself when alone): the hot sibling walks */
 	struct place_core *core;      /* [nr_cores] COOKIES occupancy */
 	struct place_llc *llc;        /* [nr_llcs] */
 	struct place_stat_slot *slot; /* [nr_cpus] */

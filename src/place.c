@@ -114,6 +114,7 @@ static int build_map(struct place *p)
 				return place__fail(-EINVAL, "topology: core %d is not contiguous in LLC %d",
 						   m->core, m->llc);
 		}
+		p->sib_next[cpu] = p->llc_cpus[m->core_at + (m->pos - m->core_lo + 1) % m->smt];
 	}
 	return 0;
 }
@@ -197,11 +198,12 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	p->llc_cpus = p->topo->llc_cpus;
 	p->cpu = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->cpu));
 	p->map = calloc((size_t)p->topo->nr_cpus, sizeof(*p->map));
+	p->sib_next = calloc((size_t)p->topo->nr_cpus, sizeof(*p->sib_next));
 	p->core = alloc_lines((size_t)p->topo->nr_cores, sizeof(*p->core));
 	p->llc = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->llc));
 	p->slot = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->slot));
 	p->ext = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->ext));
-	if (!p->cpu || !p->map || !p->core || !p->llc || !p->slot || !p->ext)
+	if (!p->cpu || !p->map || !p->sib_next || !p->core || !p->llc || !p->slot || !p->ext)
 		goto fail;
 	if ((err = build_map(p)) || (err = build_llcs(p, place__now(p))))
 		goto fail;
@@ -227,6 +229,7 @@ PLACE_EXTERN void place_destroy(place *p)
 	free(p->slot);
 	free(p->llc);
 	free(p->core);
+	free(p->sib_next);
 	free(p->map);
 	free(p->cpu);
 	if (p->cur != p->topo)

@@ -772,18 +772,22 @@ PLACE_NOINLINE int wakeup_unlock(place *p, place_task *t, int waker_cpu, unsigne
 }
 
 /* A short path's answer: t is counted on prev (claim gen, 0 = stacked),
- * at the given level after probes probes; the read section closes. */
+ * at the given level after probes probes; the read section closes. No
+ * waker: the statistics go to the LLC's external slot (place__count(p,
+ * -1, ...)), its address taken once (each atomic add is a compiler barrier). */
 PLACE_INLINE int short_commit(place *p, struct place_task_rec *r, int prev, uint32_t gen,
 			      enum place_stat_id level, uint64_t probes)
 {
 	const struct place_cpu_map *m = &p->map[prev];
+	uint64_t *ext = p->ext[m->llc].v;
+	int os = m->os;
 
-	r->queued_cpu = m->os;
+	r->queued_cpu = os;
 	r->claim_gen = gen;
-	place__count(p, -1, m->llc, level, 1);
-	place__count(p, -1, m->llc, PLACE_STAT_cpus_probed, probes);
+	place_add_64(&ext[level], 1);
+	place_add_64(&ext[PLACE_STAT_cpus_probed], probes);
 	place__read_unlock(p);
-	return m->os;
+	return os;
 }
 
 /* Can a short path answer for t: its group accepted, its cookie admitted
@@ -810,12 +814,18 @@ PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, unsigned flags
 	return short_commit(p, r, prev, gen, PLACE_STAT_hit_target, 1);
 }
 
-/* PREV_BUSY, closing the read section likewise. */
-PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t state)
+/* PREV_BUSY but not overloaded(): the rest of select_idle_sibling(),
+ * closing the read section likewise. prev's state is read again (fewer
+ * registers to keep in place_wakeup); one no longer usable starts over. */
+PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags, int prev)
 {
+	uint64_t state = place__state(p, prev);
 	struct wake w;
-	int cpu = wake_init_prev(&w, p, t, flags, prev, state);
+	int cpu;
 
+	if (!place__st_usable(state))
+		return wakeup_unlock(p, t, PLACE_CPU_NONE, flags);
+	cpu = wake_init_prev(&w, p, t, flags, prev, state);
 	if (!cpu)
 		cpu = wake_from_target(&w);
 	place__read_unlock(p);
@@ -846,8 +856,8 @@ PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
 	    (++*probes, place__st_available(place__state(p, recent))))
 		return false;
-	for (const int *sib = &p->llc_cpus[m->core_at], *end = sib + m->smt; sib < end; sib++)
-		if (*sib != prev && (++*probes, place__st_available(place__state(p, *sib))))
+	for (int sib = p->sib_next[prev]; sib != prev; sib = p->sib_next[sib])
+		if (++*probes, place__st_available(place__state(p, sib)))
 			return false;
 	return true;
 }
@@ -888,7 +898,7 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 	case PREV_BUSY:
 		if (overloaded(p, t, prev, &probes))
 			return wake_stack_unlock(p, t, prev, probes);
-		return wake_prev_busy_unlock(p, t, flags, prev, state);
+		return wake_prev_busy_unlock(p, t, flags, prev);
 	case WHOLE_PATH:
 		break;
 	}
