@@ -96,7 +96,7 @@ static inline bool place__read_ready(void)
 
 static inline void place__read_register(void)
 {
-	urcu_bp_register();
+	urcu_bp_register_thread();
 }
 
 static inline void place__read_lock(void)
