@@ -22,7 +22,9 @@
 #define SIS_UTIL_PCT 117   /* the kernel's imbalance_pct at the LLC: scanning stops near 85% */
 
 /* Are cpu's SMT siblings (m is cpu's map) all available? cpu itself is not
- * looked at. */
+ * looked at. A pointer walk over the core's slice of llc_cpus (what
+ * place__sibling() indexes): the idle edge's cheapest form, measured (the
+ * sib_next ring cost the common edge a stack frame here). */
 PLACE_INLINE bool siblings_available(const struct place *p, const struct place_cpu_map *m, int cpu)
 {
 	for (const int *sib = &p->llc_cpus[m->core_at], *end = sib + m->smt; sib < end; sib++)

@@ -300,8 +300,8 @@ struct place {
 	int policy;              /* enum place_policy */
 	unsigned feat;           /* PLACE_FEAT_* */
 	/* place_wakeup's overloaded short path applies (select.c): a policy
-	 * with a scan bound (not EXACT), SIS_UTIL and CLAIM on. Read-only after
-	 * create, one test instead of three on that path. */
+	 * with a scan bound (not EXACT) and SIS_UTIL on. Read-only after create,
+	 * one test instead of two on that path. */
 	bool stack_short;
 	place_clock_fn clock;
 	void *clock_arg;
@@ -310,7 +310,8 @@ struct place {
 	struct place_cpu *cpu;        /* [nr_cpus] */
 	struct place_cpu_map *map;    /* [nr_cpus] */
 	int *sib_next;                /* [nr_cpus] the next SMT sibling, a ring over the core
-	                               * (itself when alone): the hot sibling walks */
+	                               * (itself when alone), for the wakeup's sibling walk;
+	                               * read-only after create */
 	struct place_core *core;      /* [nr_cores] COOKIES occupancy */
 	struct place_llc *llc;        /* [nr_llcs] */
 	struct place_stat_slot *slot; /* [nr_cpus] */

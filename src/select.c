@@ -34,7 +34,7 @@ struct wake {
 	bool claim;   /* claim the CPU we return */
 	int waker;    /* the waking worker's CPU */
 	int prev;     /* where t last ran, if still usable */
-	uint64_t prev_state; /* its state when wake_init checked it */
+	uint64_t prev_state; /* its state when last probed (wake_init, wake_init_prev, drop_stale_delivery) */
 	int target;   /* wake_affine's choice: the fallback */
 	const struct place_cpu_map *tm; /* the target's map, and its LLC */
 	struct place_llc *tllc;
@@ -726,8 +726,8 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
  * fits: PREV_IDLE claims prev, as select_idle_sibling()'s first step would;
  * PREV_BUSY in an overloaded LLC stacks on prev after the kernel's probes.
  * A short path hands anything else to a longer one, which starts over: a
- * busy prev in an LLC that may have idle CPUs goes to the rest of
- * select_idle_sibling(), every other wakeup to the whole path. They answer
+ * busy prev that overloaded() does not decide goes to select_idle_sibling()
+ * from its first step, every other wakeup to the whole path. They answer
  * alike (tests/test_engine: t_short_paths_agree).
  */
 enum glance { WHOLE_PATH, PREV_IDLE, PREV_BUSY };
@@ -799,23 +799,27 @@ PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev)
 }
 
 /* PREV_IDLE: claim prev, as select_idle_sibling()'s first step would,
- * closing the read section. Anything else (a lost claim, CLAIM off, a
- * cookie or group the short paths do not decide) starts the whole path. */
+ * closing the read section. Anything else (CLAIM off, a cookie or group the
+ * short paths do not decide, a lost claim) starts the whole path; a lost
+ * claim is counted here, as take_seen() would have. */
 PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t state)
 {
 	struct place_task_rec *r = place__rec(t);
 	uint32_t gen;
 
-	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev) ||
-	    !place__st_claim(&p->cpu[prev].state, state, &gen))
+	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev))
 		return wakeup_unlock(p, t, PLACE_CPU_NONE, flags);
+	if (!place__st_claim(&p->cpu[prev].state, state, &gen)) {
+		place__count(p, -1, p->map[prev].llc, PLACE_STAT_lost_claims, 1);
+		return wakeup_unlock(p, t, PLACE_CPU_NONE, flags);
+	}
 	if (p->policy == PLACE_POLICY_EXACT)
 		place__exact_unpublish(p, prev); /* claimed is not idle */
 	return short_commit(p, r, prev, gen, PLACE_STAT_hit_target, 1);
 }
 
-/* PREV_BUSY but not overloaded(): the rest of select_idle_sibling(),
- * closing the read section likewise. prev's state is read again (fewer
+/* PREV_BUSY but not overloaded(): select_idle_sibling() from its first
+ * step (prev is the target), closing the read section likewise. prev's state is read again (fewer
  * registers to keep in place_wakeup); one no longer usable starts over. */
 PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags, int prev)
 {
@@ -838,9 +842,9 @@ PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags
  * scan), and neither recent_used_cpu nor an SMT sibling of prev is
  * available. The commonest wakeup of a busy machine, here with the kernel's
  * probes and nothing else; *probes counts them. False for anything else
- * (something available, an idle-core hint, a cookie that prev's core does
- * not admit, a group the instance refuses): the busy path then decides it
- * in the kernel's order from the start.
+ * (no stack_short instance, something available, an idle-core hint, a
+ * cookie that prev's core does not admit, a group the instance refuses):
+ * the busy path then decides it in the kernel's order from the start.
  */
 PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 {
@@ -872,11 +876,13 @@ PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int prev, uint64_t
 	return short_commit(p, r, prev, 0, PLACE_STAT_hit_fallback, probes);
 }
 
-/* This thread's first wakeup: its RCU reader slot, then the wakeup. */
+/* This thread's first wakeup: its RCU reader slot, then the whole path
+ * (which answers as the short paths would). */
 PLACE_NOINLINE int wakeup_register(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	place__read_register();
-	return place_wakeup(p, t, waker_cpu, flags);
+	place__read_lock();
+	return wakeup_unlock(p, t, waker_cpu, flags);
 }
 
 /* One RCU read-side critical section (rcu.h): place_set_topology's grace

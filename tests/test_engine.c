@@ -716,12 +716,22 @@ END_TEST
  * prev busy in an overloaded LLC, stack on it) answer as the general path.
  * Two instances take the same steps; the tasks of the second carry a
  * cpu_set_t of every CPU, which sends each of their wakeups down the general
- * path. Every answer, state word, mask word and statistic must agree. The
- * steps busy and free CPUs (cookied dummies among them), set the LLC hints
- * (scan bound 0 or not, has_idle_cores) and wake tasks with cookies, groups
- * out of range and recent CPUs in and out of prev's LLC.
+ * path. Every answer, state word, mask, statistic (total and per LLC) and
+ * task record must agree. The steps busy and free CPUs (cookied dummies
+ * among them), unregister and register workers, set the LLC hints (scan
+ * bound 0 or not, has_idle_cores) and wake tasks with cookies, groups out
+ * of range and recent CPUs in and out of prev's LLC. Cores of 1, 2 and 4
+ * CPUs, and a hybrid part with both; 3 policies; 3 feature sets.
  */
 #define TOPO_2LLC8 "synthetic:pack:1 l3:2 core:4 pu:2"
+
+static const char *const agree_topos[] = { TOPO_2LLC8, "synthetic:pack:1 l3:2 core:8 pu:1",
+					   "synthetic:pack:1 l3:2 core:2 pu:4", "fixtures/hybrid.xml" };
+
+/* Wakeups that met a short path's conditions (instance a only). */
+struct agree_seen {
+	int prev_idle, overloaded;
+};
 
 static unsigned agree_rand(unsigned *seed)
 {
@@ -729,28 +739,58 @@ static unsigned agree_rand(unsigned *seed)
 	return *seed >> 8;
 }
 
-static void agree_check(struct env *a, struct env *b, const char *policy, int step)
+/* The statistics are sums over every slot: compared every 64 steps (they
+ * only grow, so a difference stays), the rest after every step. */
+static void agree_check(struct env *a, struct env *b, const char *what, int step)
 {
-	place_stats sa = env_stats(a), sb = env_stats(b);
-
 	for (int c = 0; c < a->nr_cpus; c++)
-		ck_assert_msg(env_state(a, c) == env_state(b, c), "%s step %d: cpu %d state %#lx vs %#lx", policy,
+		ck_assert_msg(env_state(a, c) == env_state(b, c), "%s step %d: cpu %d state %#lx vs %#lx", what,
 			      step, c, (unsigned long)env_state(a, c), (unsigned long)env_state(b, c));
-	for (int l = 0; l < 2; l++)
-		ck_assert_msg(env_mask(a, l) == env_mask(b, l), "%s step %d: llc %d mask %#lx vs %#lx", policy, step,
-			      l, (unsigned long)env_mask(a, l), (unsigned long)env_mask(b, l));
-	ck_assert_msg(memcmp(&sa, &sb, sizeof(sa)) == 0, "%s step %d: statistics differ", policy, step);
+	for (int l = 0; l < a->p->topo->nr_llcs; l++) {
+		place_stats sa, sb;
+
+		ck_assert_msg(env_mask(a, l) == env_mask(b, l), "%s step %d: llc %d mask", what, step, l);
+		ck_assert_msg(env_llc(a, l)->icores[0] == env_llc(b, l)->icores[0], "%s step %d: llc %d icores",
+			      what, step, l);
+		if (step % 64)
+			continue;
+		ck_assert_int_eq(place_stats_read(a->p, l, &sa), 0);
+		ck_assert_int_eq(place_stats_read(b->p, l, &sb), 0);
+		ck_assert_msg(memcmp(&sa, &sb, sizeof(sa)) == 0, "%s step %d: llc %d statistics", what, step, l);
+	}
+	for (int i = 0; i < NR_TASKS; i++) {
+		const struct place_task_rec *ra = place__rec(&a->task[i]), *rb = place__rec(&b->task[i]);
+
+		ck_assert_msg(ra->prev_cpu == rb->prev_cpu && ra->recent_used_cpu == rb->recent_used_cpu &&
+				      ra->queued_cpu == rb->queued_cpu && ra->claim_gen == rb->claim_gen,
+			      "%s step %d: task %d record", what, step, i);
+	}
+}
+
+/* Would a short path decide t's wakeup (no waker, nothing queued)? */
+static void agree_note(struct env *e, place_task *t, int cpu, struct agree_seen *seen, int *idle, int *over)
+{
+	const struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
+	uint64_t s = env_state(e, cpu);
+
+	*idle = *over = 0;
+	if (!seen || place__rec(t)->queued_cpu >= 0 || !place__st_usable(s))
+		return;
+	*idle = place__st_available(s);
+	*over = !*idle && e->p->stack_short && !llc->nr_idle_scan && !(llc->smt && llc->has_idle_cores);
 }
 
 /* One step, drawn by r; *answer gets what its call returned (INT_MIN: none). */
-static void agree_step(struct env *e, unsigned r, int *answer)
+static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen *seen)
 {
-	int cpu = (int)(r % (unsigned)e->nr_cpus), i = (int)((r >> 4) % 32);
-	place_task *dummy = &e->task[48 + cpu], *t = &e->task[i];
+	int cpu = (int)(r % (unsigned)e->nr_cpus), i = (int)((r >> 4) % 32), idle, over;
+	place_task *dummy = &e->task[48 + cpu % 16], *t = &e->task[i];
 	struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
+	const uint64_t *ext = e->p->ext[e->p->map[cpu].llc].v;
+	uint64_t before[PLACE_NR_SLOT_STATS];
 
 	*answer = INT_MIN;
-	switch ((r >> 12) % 8) {
+	switch ((r >> 12) % 9) {
 	case 0: /* busy or free a CPU */
 	case 1:
 		if (e->p->cpu[cpu].curr == dummy)
@@ -765,11 +805,25 @@ static void agree_step(struct env *e, unsigned r, int *answer)
 	case 3: /* t's record: cookie, an out-of-range group, recent */
 		ck_assert_int_eq(place_task_set_cookie(t, (r >> 16) % 3 == 0), 0);
 		place__rec(t)->group = (r >> 18) % 16 == 0 ? 1000 : 0;
-		place__rec(t)->recent_used_cpu = (int)((r >> 20) % 18) - 1;
+		place__rec(t)->recent_used_cpu = (int)((r >> 20) % (unsigned)(e->nr_cpus + 2)) - 1;
+		break;
+	case 4: /* a worker leaves (between tasks) or comes back */
+		if ((r >> 16) % 4)
+			break;
+		if (!(env_state(e, cpu) & PLACE_ST_REGISTERED))
+			*answer = place_worker_register(e->p, cpu, 0);
+		else if (!e->p->cpu[cpu].curr)
+			*answer = place_worker_unregister(e->p, cpu);
 		break;
 	default: /* wake t, its prev drawn; give it up at once, or not */
 		place__rec(t)->prev_cpu = cpu;
+		agree_note(e, t, cpu, seen, &idle, &over);
+		memcpy(before, ext, sizeof(before)); /* no waker: counted in prev's LLC's external slot */
 		*answer = place_wakeup(e->p, t, PLACE_CPU_NONE, (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0);
+		if (seen) {
+			seen->prev_idle += idle && *answer == cpu && ext[PLACE_STAT_hit_target] > before[PLACE_STAT_hit_target];
+			seen->overloaded += over && ext[PLACE_STAT_hit_fallback] > before[PLACE_STAT_hit_fallback];
+		}
 		if ((r >> 17) % 4)
 			ck_assert_int_eq(place_task_forget(e->p, t), 0);
 		break;
@@ -781,16 +835,27 @@ START_TEST(t_short_paths_agree)
 {
 	static const unsigned feats[] = { PLACE_FEAT_DEFAULT, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_COOKIES,
 					  PLACE_FEAT_DEFAULT & ~PLACE_FEAT_CLAIM };
+	const char *topo = agree_topos[_i / 9];
+	int policy = policies[_i % 3];
+	unsigned feat = feats[_i / 3 % 3];
+	char path[PATH_MAX], source[PATH_MAX + 8], what[256];
+	struct agree_seen seen = { 0, 0 };
 	struct env a, b;
 	cpu_set_t all;
 	unsigned seed = 4242 + (unsigned)_i;
-	uint64_t stacked, claimed;
+	/* memcheck looks for memory errors, not for disagreements: fewer steps */
+	int steps = getenv("PLACE_UNDER_VALGRIND") ? 320 : 2560;
 
-	env_open(&a, TOPO_2LLC8, policies[_i % 3], feats[_i / 3], true);
-	env_open(&b, TOPO_2LLC8, policies[_i % 3], feats[_i / 3], true);
+	if (strncmp(topo, "synthetic:", 10)) {
+		snprintf(source, sizeof(source), "xml:%s", place_test_path(path, sizeof(path), topo));
+		topo = source;
+	}
+	snprintf(what, sizeof(what), "%s %s features %#x", agree_topos[_i / 9], policy_name[_i % 3], feat);
+	env_open(&a, topo, policy, feat, true);
+	env_open(&b, topo, policy, feat, true);
 	CPU_ZERO(&all);
 	for (int c = 0; c < b.nr_cpus; c++)
-		CPU_SET(c, &all);
+		CPU_SET(place_topo_cpu(b.topo, c), &all);
 	for (int i = 0; i < NR_TASKS; i++) {
 		ck_assert_int_eq(place_task_set_cpus(&b.task[i], &all, sizeof(all)), 0);
 		if (i >= 48 && i % 3 == 0) { /* some dummies carry cookie 1 */
@@ -798,19 +863,20 @@ START_TEST(t_short_paths_agree)
 			ck_assert_int_eq(place_task_set_cookie(&b.task[i], 1), 0);
 		}
 	}
-	for (int step = 0; step < 6000; step++) {
+	for (int step = 0; step <= steps; step++) {
 		unsigned r = agree_rand(&seed);
 		int ra, rb;
 
-		agree_step(&a, r, &ra);
-		agree_step(&b, r, &rb);
-		ck_assert_msg(ra == rb, "%s step %d: %d vs %d (general path)", policy_name[_i % 3], step, ra, rb);
-		agree_check(&a, &b, policy_name[_i % 3], step);
+		agree_step(&a, r, &ra, &seen);
+		agree_step(&b, r, &rb, NULL);
+		ck_assert_msg(ra == rb, "%s step %d: %d vs %d (general path)", what, step, ra, rb);
+		agree_check(&a, &b, what, step);
 	}
-	stacked = env_stats(&a).hit_fallback;
-	claimed = env_stats(&a).hit_target;
-	ck_assert_msg(stacked > 200 && claimed > 200, "too few short-path cases: %lu stacked, %lu on prev",
-		      (unsigned long)stacked, (unsigned long)claimed);
+	/* the steps met both short paths' conditions, where the instance has them */
+	ck_assert_msg(seen.prev_idle > 20 * steps / 2560 || !(feat & PLACE_FEAT_CLAIM), "%s: %d prev-idle wakeups",
+		      what, seen.prev_idle);
+	ck_assert_msg(seen.overloaded > 20 * steps / 2560 || policy == PLACE_POLICY_EXACT,
+		      "%s: %d overloaded stacks", what, seen.overloaded);
 	env_close(&a);
 	env_close(&b);
 }
@@ -844,7 +910,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_rewake_before_run, 0, 3);
 	tcase_add_loop_test(tc, t_new_tasks_spread_when_busy, 0, 3);
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
-	tcase_add_loop_test(tc, t_short_paths_agree, 0, 9);
+	tcase_add_loop_test(tc, t_short_paths_agree, 0, 36);
 	suite_add_tcase(s, tc);
 	return s;
 }
