@@ -819,8 +819,9 @@ PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, unsigned flags
 }
 
 /* PREV_BUSY but not overloaded(): select_idle_sibling() from its first
- * step (prev is the target), closing the read section likewise. prev's state is read again (fewer
- * registers to keep in place_wakeup); one no longer usable starts over. */
+ * step (prev is the target), closing the read section likewise. prev's
+ * state is read again (fewer registers to keep in place_wakeup); one no
+ * longer usable starts over. */
 PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags, int prev)
 {
 	uint64_t state = place__state(p, prev);
