@@ -299,10 +299,11 @@ struct place {
 	const int *llc_cpus;
 	int policy;              /* enum place_policy */
 	unsigned feat;           /* PLACE_FEAT_* */
-	/* place_wakeup's overloaded short path applies (select.c): a policy
-	 * with a scan bound (not EXACT) and SIS_UTIL on. Read-only after create,
-	 * one test instead of two on that path. */
-	bool stack_short;
+	/* The idle-CPU scan is bounded by nr_idle_scan (SIS_UTIL on, and a
+	 * policy that has the bound: not EXACT); select_idle_sibling() and the
+	 * overloaded short path read it. Read-only after create: one test
+	 * instead of two on the hot path. */
+	bool scan_bounded;
 	place_clock_fn clock;
 	void *clock_arg;
 	uint64_t short_task_ns;

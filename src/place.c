@@ -182,7 +182,7 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 		return -ENOMEM;
 	p->policy = cfg->policy;
 	p->feat = cfg->features;
-	p->stack_short = p->policy != PLACE_POLICY_EXACT && place__feat(p, PLACE_FEAT_SIS_UTIL);
+	p->scan_bounded = p->policy != PLACE_POLICY_EXACT && place__feat(p, PLACE_FEAT_SIS_UTIL);
 	p->clock = cfg->clock ? cfg->clock : clock_monotonic;
 	p->clock_arg = cfg->clock_arg;
 	p->short_task_ns = cfg->short_task_ns;

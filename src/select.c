@@ -540,8 +540,7 @@ PLACE_INLINE int select_idle_sibling(struct wake *w)
 	if (core)
 		return SCAN_CORES;
 	/* SIS_UTIL: overloaded, unlikely to find one (EXACT has no bound) */
-	if (place__feat(w->p, PLACE_FEAT_SIS_UTIL) && w->p->policy != PLACE_POLICY_EXACT &&
-	    !place_load_32(&w->tllc->nr_idle_scan))
+	if (w->p->scan_bounded && !place_load_32(&w->tllc->nr_idle_scan))
 		return PLACE_STAT_hit_fallback;
 	return SCAN_CPUS;
 }
@@ -843,7 +842,7 @@ PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags
  * scan), and neither recent_used_cpu nor an SMT sibling of prev is
  * available. The commonest wakeup of a busy machine, here with the kernel's
  * probes and nothing else; *probes counts them. False for anything else
- * (no stack_short instance, something available, an idle-core hint, a
+ * (no scan bound, something available, an idle-core hint, a
  * cookie that prev's core does not admit, a group the instance refuses):
  * the busy path then decides it in the kernel's order from the start.
  */
@@ -854,7 +853,7 @@ PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes
 	const struct place_llc *llc = &p->llc[m->llc];
 	int recent;
 
-	if (!p->stack_short || place_load_32(&llc->nr_idle_scan) ||
+	if (!p->scan_bounded || place_load_32(&llc->nr_idle_scan) ||
 	    (llc->smt && place_load_32(&llc->has_idle_cores)) || !short_fits(p, r, prev))
 		return false;
 	recent = place__dense(p, r->recent_used_cpu);

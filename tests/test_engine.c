@@ -777,7 +777,7 @@ static void agree_note(struct env *e, place_task *t, int cpu, struct agree_seen 
 	if (!seen || place__rec(t)->queued_cpu >= 0 || !place__st_usable(s))
 		return;
 	*idle = place__st_available(s);
-	*over = !*idle && e->p->stack_short && !llc->nr_idle_scan && !(llc->smt && llc->has_idle_cores);
+	*over = !*idle && e->p->scan_bounded && !llc->nr_idle_scan && !(llc->smt && llc->has_idle_cores);
 }
 
 /* One step, drawn by r; *answer gets what its call returned (INT_MIN: none). */
