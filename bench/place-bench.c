@@ -1,7 +1,7 @@
 /*
  * place-bench: what one placement decision costs.
  *
- * For each policy (LINEAR, SIS_CORE, EXACT) side by side, on synthetic SMT2
+ * For each policy (linear, sis_core, exact) side by side, on synthetic SMT2
  * topologies of 16, 64, 256 and 1024 CPUs, at 0%, 50%, 90% and 99% busy, it
  * times place_wakeup() and the idle edges (place_run_begin, place_run_end,
  * place_idle_enter) and place_claim_release(), and reads the CPUs probed per
@@ -51,10 +51,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "opt.h"
 #include "place.h"
 
 /* --dump-each needs callgrind's client requests (valgrind's headers). */
@@ -99,9 +101,9 @@ struct policy_def {
 };
 
 static const struct policy_def policy_defs[] = {
-	{ "LINEAR", PLACE_POLICY_LINEAR },
-	{ "SIS_CORE", PLACE_POLICY_SIS_CORE },
-	{ "EXACT", PLACE_POLICY_EXACT },
+	{ "linear", PLACE_POLICY_LINEAR },
+	{ "sis_core", PLACE_POLICY_SIS_CORE },
+	{ "exact", PLACE_POLICY_EXACT },
 };
 #define NR_POLICIES ((int)(sizeof(policy_defs) / sizeof(policy_defs[0])))
 
@@ -110,16 +112,16 @@ static const struct feat_def {
 	const char *name;
 	unsigned bit;
 } feat_defs[] = {
-	{ "CLAIM", PLACE_FEAT_CLAIM },
-	{ "SCAN_SIBLING", PLACE_FEAT_SCAN_SIBLING },
-	{ "SHORT_AFFINE", PLACE_FEAT_SHORT_AFFINE },
-	{ "WAKE_WIDE", PLACE_FEAT_WAKE_WIDE },
-	{ "SIS_UTIL", PLACE_FEAT_SIS_UTIL },
+	{ "claim", PLACE_FEAT_CLAIM },
+	{ "scan_sibling", PLACE_FEAT_SCAN_SIBLING },
+	{ "short_affine", PLACE_FEAT_SHORT_AFFINE },
+	{ "wake_wide", PLACE_FEAT_WAKE_WIDE },
+	{ "sis_util", PLACE_FEAT_SIS_UTIL },
 #ifdef PLACE_FEAT_COOKIES
-	{ "COOKIES", PLACE_FEAT_COOKIES },
+	{ "cookies", PLACE_FEAT_COOKIES },
 #endif
 #ifdef PLACE_FEAT_NUMA
-	{ "NUMA", PLACE_FEAT_NUMA },
+	{ "numa", PLACE_FEAT_NUMA },
 #endif
 };
 #define NR_FEATS ((int)(sizeof(feat_defs) / sizeof(feat_defs[0])))
@@ -143,6 +145,7 @@ struct opts {
 	bool worker_waker;   /* --waker worker */
 	bool dump_each;      /* --dump-each: a callgrind dump after each measured wakeup */
 	bool contended;      /* also the 2-thread rows */
+	bool targets;        /* --targets: the project's cost targets, met or missed */
 	unsigned topo_mask;  /* bit i: topo_defs[i] */
 	unsigned load_mask;
 	unsigned policy_mask;
@@ -934,8 +937,8 @@ static void print_ir(const struct row *r)
 
 static void print_table_header(bool ir)
 {
-	printf("%-5s %4s %4s %4s %-8s | %6s %6s | %6s %6s %6s | %6s %6s %6s %6s",
-	       "cpus", "llc", "load", "busy", "policy", "wake", "p90", "probes", "stack%",
+	printf("%-5s %8s %4s %4s %-8s | %6s %6s | %6s %6s %6s | %6s %6s %6s %6s",
+	       "cpus", "llc_cpus", "load", "busy", "policy", "wake", "p90", "probes", "stack%",
 	       "lost", "idle", "begin", "end", "rel");
 	if (ir)
 		printf(" | %5s %5s %5s | %5s %5s %5s %5s", "Irwk", "med", "p90", "idle", "begin",
@@ -945,7 +948,7 @@ static void print_table_header(bool ir)
 
 static void print_table_row(const struct row *r, bool ir)
 {
-	printf("%-5s %4d %3d%% %4d %-8s |", topo_defs[r->topo].name, r->llc_cpus,
+	printf("%-5s %8d %3d%% %4d %-8s |", topo_defs[r->topo].name, r->llc_cpus,
 	       load_defs[r->load], r->busy, row_name(r));
 	print_ns(r->med[OP_WAKE]);
 	print_ns(r->p90[OP_WAKE]);
@@ -958,6 +961,8 @@ static void print_table_row(const struct row *r, bool ir)
 }
 
 static const char table_legend[] =
+	"cpus: CPUs of the synthetic machine; llc_cpus: CPUs per LLC; load: share of CPUs busy\n"
+	"(busy: how many), each running a dummy task for the whole row\n"
 	"wake, p90: place_wakeup ns per call: median and 90th percentile of the means of\n"
 	"batches of 64 calls, each call timed alone with clock_gettime, its cost subtracted\n"
 	"probes: CPUs probed per wakeup (place_stats_read); stack%: wakeups that found no idle CPU\n"
@@ -993,7 +998,7 @@ static void print_ratios(const struct row *rows, int nr, const struct row *r)
 
 	if (!base)
 		return;
-	printf("%28s", "ratios to SIS_CORE:");
+	printf("%32s", "ratios to sis_core:");
 	for (int pi = 0; pi < NR_POLICIES; pi++) {
 		const struct row *x = find_row(rows, nr, r->topo, r->load, pi, r->threads);
 
@@ -1021,7 +1026,7 @@ static void print_table(const struct row *rows, int nr, int threads, bool ir)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Issue 3's targets                                                          */
+/* The project's cost targets (--targets)                                    */
 
 enum { P_LINEAR = 0, P_SIS_CORE = 1, T_16 = 0, T_256 = 2, T_1024 = 3 };
 
@@ -1051,9 +1056,9 @@ static void targets_speedup(const struct row *rows, int nr, int li)
 
 	if (!lin || !sis)
 		return;
-	snprintf(what, sizeof(what), "256 @%d%%: LINEAR/SIS_CORE CPUs probed", load_defs[li]);
+	snprintf(what, sizeof(what), "256 @%d%%: linear/sis_core CPUs probed", load_defs[li]);
 	target(what, ratio(lin->probes, sis->probes), 4, true);
-	snprintf(what, sizeof(what), "256 @%d%%: LINEAR/SIS_CORE wakeup ns (median)", load_defs[li]);
+	snprintf(what, sizeof(what), "256 @%d%%: linear/sis_core wakeup ns (median)", load_defs[li]);
 	target(what, ratio(lin->med[OP_WAKE], sis->med[OP_WAKE]), 2, true);
 }
 
@@ -1065,17 +1070,17 @@ static void targets_cost(const struct row *rows, int nr, int li)
 	char what[96];
 
 	if (sis) {
-		snprintf(what, sizeof(what), "256 @%d%%: SIS_CORE wakeup instructions (%s)",
+		snprintf(what, sizeof(what), "256 @%d%%: sis_core wakeup instructions (%s)",
 			 load_defs[li], sis->ir_med >= 0 ? "median" : "mean");
 		target(what, sis->ir_med >= 0 ? sis->ir_med : sis->ir[OP_WAKE], 150, false);
-		snprintf(what, sizeof(what), "256 @%d%%: SIS_CORE idle_enter instructions (mean)",
+		snprintf(what, sizeof(what), "256 @%d%%: sis_core idle_enter instructions (mean)",
 			 load_defs[li]);
 		target(what, sis->ir[OP_IDLE], 50, false);
 	}
 	if (s16 && s1k) {
 		bool ir = s16->ir[OP_WAKE] > 0 && s1k->ir[OP_WAKE] >= 0;
 
-		snprintf(what, sizeof(what), "@%d%%: SIS_CORE wakeup %s 1024/16 CPUs", load_defs[li],
+		snprintf(what, sizeof(what), "@%d%%: sis_core wakeup %s 1024/16 CPUs", load_defs[li],
 			 ir ? "instructions (mean)" : "ns (median)");
 		target(what, ir ? ratio(s1k->ir[OP_WAKE], s16->ir[OP_WAKE])
 				: ratio(s1k->med[OP_WAKE], s16->med[OP_WAKE]), 1.5, false);
@@ -1084,7 +1089,7 @@ static void targets_cost(const struct row *rows, int nr, int li)
 
 static void print_targets(const struct row *rows, int nr)
 {
-	printf("\nissue 3 targets (instruction targets are n/a without --callgrind):\n");
+	printf("\ncost targets of the project (instruction targets are n/a without --callgrind):\n");
 	for (int li = 0; li < NR_LOADS; li++)
 		if (load_defs[li] >= 90)
 			targets_speedup(rows, nr, li);
@@ -1095,7 +1100,6 @@ static void print_targets(const struct row *rows, int nr)
 /* ------------------------------------------------------------------------ */
 /* Options and main                                                          */
 
-static const char *const load_names[NR_LOADS] = { "0", "50", "90", "99" };
 
 static const char usage_text[] =
 	"usage: place-bench [options]\n"
@@ -1103,67 +1107,71 @@ static const char usage_text[] =
 	"  --calls N        measured wakeups per row and thread (default 200000)\n"
 	"  --warmup N       unmeasured wakeups before them (default 20000)\n"
 	"  --seed N         random seed (default 1)\n"
-	"  --features N     place_config.features (default PLACE_FEAT_DEFAULT)\n"
-	"  --without LIST   those features off, e.g. SIS_UTIL (of CLAIM, SCAN_SIBLING,\n"
-	"                   SHORT_AFFINE, WAKE_WIDE, SIS_UTIL, COOKIES, NUMA)\n"
+	"  --features N     place_config.features as a number (default PLACE_FEAT_DEFAULT)\n"
+	"  --without LIST   those features off, e.g. sis_util (of claim, scan_sibling,\n"
+	"                   short_affine, wake_wide, sis_util, cookies, numa; any case)\n"
 	"  --groups N       tasks (and the busy CPUs' dummies) in NUMA groups 1..N,\n"
 	"                   round robin (default 0: no group); a NUMA decision needs\n"
 	"                   a waker on another node than prev: use --waker worker\n"
-	"  --topo LIST      of 16,64,256,1024 (default all)\n"
-	"  --load LIST      of 0,50,90,99 (default all)\n"
-	"  --policy LIST    of LINEAR,SIS_CORE,EXACT (default all)\n"
+	"  --topo LIST      of 16,64,256,1024 (CPUs; default all)\n"
+	"  --load LIST      of 0,50,90,99 (per cent of the CPUs busy; default all)\n"
+	"  --policy LIST    of linear,sis_core,exact (any case; default all)\n"
 	"  --waker W        none (default: PLACE_CPU_NONE) or worker (a random busy\n"
 	"                   CPU wakes; single-thread rows only)\n"
 	"  --no-contended   skip the 2-thread rows (256 CPUs, shared instance)\n"
 	"  --callgrind      also count instructions per call: each row once more\n"
 	"                   under valgrind --tool=callgrind, with min(--calls, 5000)\n"
 	"                   and min(--warmup, 10000)\n"
+	"  --targets        after the tables, the project's cost targets, met or missed\n"
 	"  --one P T L      run one row, print its call counts (for callgrind:\n"
 	"                   valgrind --tool=callgrind --toggle-collect=bench_measured)\n"
 	"  --dump-each      with --one under callgrind: a dump after each measured\n"
 	"                   wakeup (--callgrind uses it for median instructions)\n"
-	"  --format F       table (default) or tsv\n";
+	"  --format F       table (default) or tsv\n"
+	"  --help, --version\n";
 
-static void usage(int status)
+#define PROG "place-bench"
+
+/* The index of name in a table of structs whose first member is the name
+ * (stride bytes apart), any case; -1 after a message naming the option. */
+static int name_index(const char *opt, const char *arg, const char *const *names, int nr,
+		      size_t stride)
 {
-	fputs(usage_text, status ? stderr : stdout);
-	exit(status);
+	for (int i = 0; i < nr; i++)
+		if (!strcasecmp(arg, *(const char *const *)((const char *)names + (size_t)i * stride)))
+			return i;
+	fprintf(stderr, PROG ": bad value '%s' for --%s: want", arg, opt);
+	for (int i = 0; i < nr; i++)
+		fprintf(stderr, "%s%s", i ? ", " : " ", *(const char *const *)((const char *)names +
+									 (size_t)i * stride));
+	fputc('\n', stderr);
+	return -1;
 }
 
-static unsigned parse_mask(const char *arg, const char *const *names, int nr,
+/* A comma-separated list of names: a mask of their indexes; 0 after a message. */
+static unsigned parse_mask(const char *opt, const char *arg, const char *const *names, int nr,
 			   size_t stride)
 {
 	unsigned mask = 0;
 	char *copy = strdup(arg), *save = NULL;
 
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int i = 0;
+		int i = name_index(opt, tok, names, nr, stride);
 
-		while (i < nr && strcmp(tok, *(const char *const *)((const char *)names +
-								       (size_t)i * stride)))
-			i++;
-		if (i == nr) {
-			fprintf(stderr, "place-bench: unknown name '%s'\n", tok);
-			usage(2);
+		if (i < 0) {
+			free(copy);
+			return 0;
 		}
 		mask |= 1u << i;
 	}
 	free(copy);
+	if (!mask)
+		fprintf(stderr, PROG ": bad value '%s' for --%s: an empty list\n", arg, opt);
 	return mask;
 }
 
-#define MASK_OF(arg, defs) parse_mask((arg), &(defs)[0].name, \
-				       (int)(sizeof(defs) / sizeof((defs)[0])), sizeof((defs)[0]))
-
-static long parse_num(const char *arg)
-{
-	char *end;
-	long v = strtol(arg, &end, 0);
-
-	if (*end || v < 0)
-		usage(2);
-	return v;
-}
+#define MASK_OF(opt, arg, defs) parse_mask((opt), (arg), &(defs)[0].name, \
+					   (int)(sizeof(defs) / sizeof((defs)[0])), sizeof((defs)[0]))
 
 /* The PLACE_FEAT_ bits of a mask of feat_defs indexes. */
 static unsigned feature_bits(unsigned mask)
@@ -1176,8 +1184,23 @@ static unsigned feature_bits(unsigned mask)
 	return bits;
 }
 
+/* --features: a number, decimal or 0x hex. */
+static int parse_features(const char *arg, unsigned *out)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 0);
+
+	if (end == arg || *end || arg[0] == '-' || v > 0xffffffffUL) {
+		fprintf(stderr, PROG ": bad value '%s' for --features: want a number such as 0x1f\n", arg);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 enum { O_CALLS = 256, O_WARMUP, O_SEED, O_FEATURES, O_TOPO, O_LOAD, O_POLICY,
-       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_WITHOUT, O_GROUPS, O_HELP };
+       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_WITHOUT, O_GROUPS,
+       O_TARGETS };
 
 static const struct option long_opts[] = {
 	{ "calls", required_argument, NULL, O_CALLS },
@@ -1195,41 +1218,72 @@ static const struct option long_opts[] = {
 	{ "dump-each", no_argument, NULL, O_DUMP_EACH },
 	{ "without", required_argument, NULL, O_WITHOUT },
 	{ "groups", required_argument, NULL, O_GROUPS },
-	{ "help", no_argument, NULL, O_HELP },
+	{ "targets", no_argument, NULL, O_TARGETS },
+	OPT_COMMON_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
 };
 
-static void parse_opt(int c, const char *arg, struct opts *o, const char **one)
+static const char *const load_names[NR_LOADS] = { "0", "50", "90", "99" };
+
+/* Options with a number: 0, or -1 after a message. */
+static int parse_number(int c, const char *arg, struct opts *o)
 {
+	const char *name = opt_long_name(long_opts, c);
+	uint64_t v;
+
+	if (c == O_SEED)
+		return opt_u64(PROG, name, arg, 0, UINT64_MAX, &o->seed);
+	if (opt_u64(PROG, name, arg, c == O_CALLS ? 1 : 0, c == O_GROUPS ? 1000000 : 1000000000, &v) < 0)
+		return -1;
+	if (c == O_CALLS)
+		o->calls = (long)v;
+	else if (c == O_WARMUP)
+		o->warmup = (long)v;
+	else
+		o->groups = (int)v;
+	return 0;
+}
+
+/* One option: 0, or -1 after a message naming it. */
+static int parse_opt(int c, const char *arg, struct opts *o, const char **one)
+{
+	static const char *const formats[] = { "table", "tsv" }, *const wakers[] = { "none", "worker" };
+	int i;
+
 	switch (c) {
-	case O_CALLS: o->calls = parse_num(arg); break;
-	case O_WARMUP: o->warmup = parse_num(arg); break;
-	case O_SEED: o->seed = (uint64_t)parse_num(arg); break;
-	case O_FEATURES: o->features = (unsigned)parse_num(arg); break;
-	case O_TOPO: o->topo_mask = MASK_OF(arg, topo_defs); break;
-	case O_LOAD: o->load_mask = parse_mask(arg, load_names, NR_LOADS, sizeof(char *)); break;
-	case O_POLICY: o->policy_mask = MASK_OF(arg, policy_defs); break;
-	case O_NO_CONTENDED: o->contended = false; break;
-	case O_CALLGRIND: o->callgrind = true; break;
-	case O_ONE: *one = arg; break;
+	case O_CALLS: case O_WARMUP: case O_SEED: case O_GROUPS: return parse_number(c, arg, o);
+	case O_FEATURES: return parse_features(arg, &o->features);
+	case O_TOPO: return (o->topo_mask = MASK_OF("topo", arg, topo_defs)) ? 0 : -1;
+	case O_LOAD:
+		o->load_mask = parse_mask("load", arg, load_names, NR_LOADS, sizeof(char *));
+		return o->load_mask ? 0 : -1;
+	case O_POLICY: return (o->policy_mask = MASK_OF("policy", arg, policy_defs)) ? 0 : -1;
+	case O_NO_CONTENDED: o->contended = false; return 0;
+	case O_CALLGRIND: o->callgrind = true; return 0;
+	case O_TARGETS: o->targets = true; return 0;
+	case O_ONE: *one = arg; return 0;
 	case O_FORMAT:
-		if (strcmp(arg, "tsv") && strcmp(arg, "table"))
-			usage(2);
-		o->tsv = !strcmp(arg, "tsv");
-		break;
+		if ((i = opt_choice(PROG, "format", arg, formats, 2)) < 0)
+			return -1;
+		o->tsv = i == 1;
+		return 0;
 	case O_WAKER:
-		if (strcmp(arg, "none") && strcmp(arg, "worker"))
-			usage(2);
-		o->worker_waker = !strcmp(arg, "worker");
-		break;
-	case O_DUMP_EACH: o->dump_each = true; break;
-	case O_WITHOUT: o->features &= ~feature_bits(MASK_OF(arg, feat_defs)); break;
-	case O_GROUPS: o->groups = (int)parse_num(arg); break;
-	case O_HELP: usage(0); break;
-	default: usage(2);
+		if ((i = opt_choice(PROG, "waker", arg, wakers, 2)) < 0)
+			return -1;
+		o->worker_waker = i == 1;
+		return 0;
+	case O_DUMP_EACH: o->dump_each = true; return 0;
+	case O_WITHOUT: {
+		unsigned mask = MASK_OF("without", arg, feat_defs);
+
+		o->features &= ~feature_bits(mask);
+		return mask ? 0 : -1;
+	}
+	default: return -1; /* OPT_ERROR: opt_next said why */
 	}
 }
 
+/* The options; exits 2 after a message on bad usage. */
 static const char *parse_opts(int argc, char **argv, struct opts *o)
 {
 	const char *one = NULL;
@@ -1239,14 +1293,19 @@ static const char *parse_opts(int argc, char **argv, struct opts *o)
 			    .features = PLACE_FEAT_DEFAULT, .contended = true,
 			    .topo_mask = ~0u, .load_mask = ~0u, .policy_mask = ~0u,
 			    .self = "/proc/self/exe" };
-	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1)
-		parse_opt(c, optarg, o, &one);
+	while ((c = opt_next(PROG, argc, argv, long_opts, usage_text, 1)) != -1)
+		if (parse_opt(c, optarg, o, &one) < 0)
+			exit(2);
 	if (o->cg_calls > o->calls)
 		o->cg_calls = o->calls;
-	if (one && argc - optind != 2)
-		usage(2);
-	if (!one && optind != argc)
-		usage(2);
+	if (one && argc - optind != 2) {
+		fprintf(stderr, PROG ": --one POLICY TOPO LOAD: want TOPO and LOAD after the options\n");
+		exit(2);
+	}
+	if (!one && optind != argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+		exit(2);
+	}
 	return one;
 }
 
@@ -1260,22 +1319,21 @@ static place_topo *topo_load(int ti)
 	return t;
 }
 
-static int index_of(const char *arg, const char *const *names, int nr, size_t stride)
+static int index_of(const char *opt, const char *arg, const char *const *names, int nr, size_t stride)
 {
-	for (int i = 0; i < nr; i++)
-		if (!strcmp(arg, *(const char *const *)((const char *)names + (size_t)i * stride)))
-			return i;
-	fprintf(stderr, "place-bench: unknown name '%s'\n", arg);
-	usage(2);
-	return -1;
+	int i = name_index(opt, arg, names, nr, stride);
+
+	if (i < 0)
+		exit(2);
+	return i;
 }
 
 /* --one POLICY TOPO LOAD: one single-thread row; its call counts on stdout. */
 static int run_one(const char *policy, char **argv, const struct opts *o)
 {
-	int pi = index_of(policy, &policy_defs[0].name, NR_POLICIES, sizeof(policy_defs[0]));
-	int ti = index_of(argv[0], &topo_defs[0].name, NR_TOPOS, sizeof(topo_defs[0]));
-	int li = index_of(argv[1], load_names, NR_LOADS, sizeof(char *));
+	int pi = index_of("one", policy, &policy_defs[0].name, NR_POLICIES, sizeof(policy_defs[0]));
+	int ti = index_of("one", argv[0], &topo_defs[0].name, NR_TOPOS, sizeof(topo_defs[0]));
+	int li = index_of("one", argv[1], load_names, NR_LOADS, sizeof(char *));
 	place_topo *t = topo_load(ti);
 	struct row r;
 
@@ -1366,7 +1424,8 @@ static void print_all(const struct opts *o, const struct row *rows, int nr)
 		printf("\n2 threads on one instance (this machine's CPUs), 256-CPU model:\n");
 		print_table(rows, nr, 2, false);
 	}
-	print_targets(rows, nr);
+	if (o->targets)
+		print_targets(rows, nr);
 }
 
 int main(int argc, char **argv)

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opt.h"
 #include "sim/sim.h"
 
 #define MAX_POLICIES 32
@@ -51,67 +52,45 @@ static uint64_t host_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void usage(FILE *f)
-{
-	fputs("usage: place-sim [options]\n"
-	      "  --topology SRC       live, xml:PATH or synthetic:STRING (default: live / $PLACE_TOPOLOGY)\n"
-	      "  --workload NAME      hackbench | schbench | pingpong | stream | mix | tenants | groups\n"
-	      "                       (default hackbench)\n"
-	      "  --policies LIST      all, or NAME[-feat|+feat...],... (see BENCHMARKS.md)\n"
-	      "  --load LIST          sweep of the workload's load: 1,4,16 or A..B (doubling) or A..B+K\n"
-	      "                       (hackbench/mix: groups, schbench: workers, pingpong: pairs, stream: threads,\n"
-	      "                       tenants: tenant-tasks, groups: numa-groups)\n"
-	      "  --format F           table | brief (fewer columns) | summary (no rows) | tsv | json |\n"
-	      "                       cookies | numa (their columns; what table is for tenants / groups)\n"
-	      "  --seed N             PRNG seed (default 1); same seed, same output\n"
-	      "  --runs N             run seeds S..S+N-1 (S from --seed), report the median-time run (1)\n"
-	      "  --no-host-time       omit host ns per decision (byte-identical output across runs)\n"
-	      "  --summary            after the table, two lines per load: who wins, by how much\n"
-	      "  --quiet              no progress on stderr\n"
-	      "machine model:\n"
-	      "  --smt-factor F (0.6)  --wake-ns N (4000)  --llc-penalty-ns N (5000)  --node-penalty-ns N (15000)\n"
-	      "  --decision-ns N (50)  --probe-ns N (15)  --slice-ns N (3000000)  --jitter PCT (20)\n"
-	      "  --deep-idle-ns N --deep-wake-ns M   a worker parked N ns or more wakes M ns slower (off)\n"
-	      "  --steal              idle workers steal nearest-first before parking\n"
-	      "  --max-time-ns N      stop a run at this virtual time\n"
-	      "libplace:\n"
-	      "  --numa-cooldown-ns N (10000000, 0 = none)  --numa-move-cap N (4)   place_config's NUMA knobs\n"
-	      "workloads:\n"
-	      "  hackbench: --groups N (4) --senders N (20) --receivers N (20) --loops N (10) --pipe N (16)\n"
-	      "             --send-ns N (1500) --recv-ns N (1500)\n"
-	      "  schbench:  --msg-threads N (2) --workers N (16) --rounds N (100) --work-ns N (20000)\n"
-	      "             --msg-ns N (2000)\n"
-	      "  pingpong:  --pairs N (16) --hops N (2000) --run-ns N (2000)\n"
-	      "  stream:    --threads N (0 = one per core) --iters N (40) --burst-ns N (200000)\n"
-	      "  tenants:   --tenants N (4, cookies 1..N) --tenant-tasks N (16 per tenant) --tenant-rounds N (40)\n"
-	      "             --tenant-work-ns N (50000) --tenant-sleep-ns N (50000, a timer wakes the task)\n"
-	      "  groups:    --numa-groups N (8) --group-tasks N (16) --group-tokens N (8) --group-hops N (100)\n"
-	      "             --group-work-ns N (10000) --group-xnode-ns N (4000, wakee started off its waker's node)\n",
-	      f);
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-')
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_int(const char *s, int *out, int min)
-{
-	uint64_t v;
-
-	if (parse_u64(s, &v) < 0 || v > INT_MAX || (int)v < min)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
+static const char usage[] =
+	"usage: place-sim [options]\n"
+	"  --topology SRC       live, xml:PATH or synthetic:STRING (default: live / $PLACE_TOPOLOGY)\n"
+	"  --workload NAME      hackbench | schbench | pingpong | stream | mix | tenants | groups\n"
+	"                       (default hackbench)\n"
+	"  --policies LIST      all, or NAME[/no-FEATURE|/FEATURE...],... NAME one of sis_core linear\n"
+	"                       exact lifo random; FEATURE one of claim scan_sibling short_affine\n"
+	"                       wake_wide sis_util cookies numa (sis_core/no-cookies: COOKIES off);\n"
+	"                       any case; the older NAME-FEATURE / NAME+FEATURE spellings work too\n"
+	"  --load LIST          sweep of the workload's load: 1,4,16 or A..B (doubling) or A..B+K\n"
+	"                       (hackbench/mix: groups, schbench: workers, pingpong: pairs, stream: threads,\n"
+	"                       tenants: tenant-tasks, groups: numa-groups)\n"
+	"  --format F           table | brief (fewer columns) | summary (no rows) | tsv | json |\n"
+	"                       cookies | numa (their columns; what table is for tenants / groups)\n"
+	"  --seed N             PRNG seed (default 1); same seed, same output\n"
+	"  --runs N             run seeds S..S+N-1 (S from --seed), report the median-time run (1)\n"
+	"  --no-host-time       omit host ns per decision (byte-identical output across runs)\n"
+	"  --summary            after the table, two lines per load: who wins, by how much\n"
+	"  --quiet              no progress on stderr\n"
+	"machine model:\n"
+	"  --smt-factor F (0.6)  --wake-ns N (4000)  --llc-penalty-ns N (5000)  --node-penalty-ns N (15000)\n"
+	"  --decision-ns N (50)  --probe-ns N (15)  --slice-ns N (3000000)  --jitter PCT (20)\n"
+	"  --deep-idle-ns N --deep-wake-ns M   a worker parked N ns or more wakes M ns slower (off)\n"
+	"  --steal              idle workers steal nearest-first before parking\n"
+	"  --max-time-ns N      stop a run at this virtual time\n"
+	"libplace:\n"
+	"  --numa-cooldown-ns N (10000000, 0 = none)  --numa-move-cap N (4)   place_config's NUMA knobs\n"
+	"workloads:\n"
+	"  hackbench: --groups N (4) --senders N (20) --receivers N (20) --loops N (10) --pipe N (16)\n"
+	"             --send-ns N (1500) --recv-ns N (1500)\n"
+	"  schbench:  --msg-threads N (2) --workers N (16) --rounds N (100) --work-ns N (20000)\n"
+	"             --msg-ns N (2000)\n"
+	"  pingpong:  --pairs N (16) --hops N (2000) --run-ns N (2000)\n"
+	"  stream:    --threads N (0 = one per core) --iters N (40) --burst-ns N (200000)\n"
+	"  tenants:   --tenants N (4, cookies 1..N) --tenant-tasks N (16 per tenant) --tenant-rounds N (40)\n"
+	"             --tenant-work-ns N (50000) --tenant-sleep-ns N (50000, a timer wakes the task)\n"
+	"  groups:    --numa-groups N (8) --group-tasks N (16) --group-tokens N (8) --group-hops N (100)\n"
+	"             --group-work-ns N (10000) --group-xnode-ns N (4000, wakee started off its waker's node)\n"
+	"  --help, --version\n";
 
 /* "1,4,16", "A..B" (doubling from A, B included) or "A..B+K" (step K). */
 static int parse_loads(const char *s, int *out, int max)
@@ -147,7 +126,8 @@ enum {
 	O_STEAL, O_MAX_TIME, O_GROUPS, O_SENDERS, O_RECEIVERS, O_LOOPS, O_PIPE, O_SEND_NS, O_RECV_NS,
 	O_MSG_THREADS, O_WORKERS, O_ROUNDS, O_WORK_NS, O_MSG_NS, O_PAIRS, O_HOPS, O_RUN_NS, O_THREADS,
 	O_ITERS, O_BURST_NS, O_RUNS, O_DEEP_IDLE, O_DEEP_WAKE, O_TENANTS, O_TN_TASKS, O_TN_ROUNDS,
-	O_TN_WORK, O_TN_SLEEP, O_GR_GROUPS, O_GR_TASKS, O_GR_TOKENS, O_GR_HOPS, O_GR_WORK, O_GR_XNODE, O_NUMA_COOL, O_NUMA_CAP, O_HELP
+	O_TN_WORK, O_TN_SLEEP, O_GR_GROUPS, O_GR_TASKS, O_GR_TOKENS, O_GR_HOPS, O_GR_WORK, O_GR_XNODE, O_NUMA_COOL,
+	O_NUMA_CAP
 };
 
 static const struct option long_opts[] = {
@@ -204,35 +184,27 @@ static const struct option long_opts[] = {
 	{ "group-xnode-ns", required_argument, NULL, O_GR_XNODE },
 	{ "numa-cooldown-ns", required_argument, NULL, O_NUMA_COOL },
 	{ "numa-move-cap", required_argument, NULL, O_NUMA_CAP },
-	{ "help", no_argument, NULL, O_HELP },
+	OPT_COMMON_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
 };
 
-static const char *opt_name(int opt)
+static int parse_smt(const char *name, const char *s, unsigned *out)
 {
-	for (const struct option *lo = long_opts; lo->name; lo++)
-		if (lo->val == opt)
-			return lo->name;
-	return "?";
-}
+	double f;
 
-static int parse_smt(const char *s, unsigned *out)
-{
-	char *end;
-	double f = strtod(s, &end);
-
-	if (end == s || *end || !(f > 0.0 && f <= 1.0))
+	if (opt_real("place-sim", name, s, 0.001, 1.0, &f) < 0)
 		return -EINVAL;
 	*out = (unsigned)(f * 1000.0 + 0.5);
 	return 0;
 }
 
-/* Options that set one integer parameter. */
-static int *int_param(struct sim_params *p, int opt, int *min)
+/* Options that set one integer parameter, and its range. */
+static int *int_param(struct sim_params *p, int opt, int *min, int *max)
 {
 	*min = 1;
+	*max = INT_MAX;
 	switch (opt) {
-	case O_JITTER: *min = 0; return (int *)&p->jitter_pct;
+	case O_JITTER: *min = 0; *max = 100; return (int *)&p->jitter_pct;
 	case O_GROUPS: return &p->hb_groups;
 	case O_SENDERS: return &p->hb_senders;
 	case O_RECEIVERS: return &p->hb_receivers;
@@ -287,39 +259,32 @@ static uint64_t *u64_param(struct sim_params *p, int opt)
 
 static int parse_format(const char *s, int *fmt)
 {
-	if (!strcmp(s, "table"))
-		*fmt = SIM_FMT_TABLE;
-	else if (!strcmp(s, "tsv"))
-		*fmt = SIM_FMT_TSV;
-	else if (!strcmp(s, "json"))
-		*fmt = SIM_FMT_JSON;
-	else if (!strcmp(s, "brief"))
-		*fmt = SIM_FMT_BRIEF;
-	else if (!strcmp(s, "summary"))
-		*fmt = SIM_FMT_NONE;
-	else if (!strcmp(s, "cookies"))
-		*fmt = SIM_FMT_COOKIES;
-	else if (!strcmp(s, "numa"))
-		*fmt = SIM_FMT_NUMA;
-	else
+	static const char *const names[] = { "table", "tsv", "json", "brief", "summary", "cookies", "numa" };
+	static const int fmts[] = { SIM_FMT_TABLE, SIM_FMT_TSV, SIM_FMT_JSON, SIM_FMT_BRIEF, SIM_FMT_NONE,
+				    SIM_FMT_COOKIES, SIM_FMT_NUMA };
+	int i = opt_choice("place-sim", "format", s, names, (int)(sizeof(names) / sizeof(names[0])));
+
+	if (i < 0)
 		return -EINVAL;
+	*fmt = fmts[i];
 	return 0;
 }
 
-/* One option: 0, or -EINVAL after a message. */
+/* One option: 0, or -EINVAL after a message naming it. */
 static int apply_opt(struct opts *o, int opt, const char *arg)
 {
-	int *ip, min, err = 0;
+	const char *name = opt_long_name(long_opts, opt);
+	int *ip, min, max, err = 0;
 	uint64_t *up;
 
-	if ((ip = int_param(&o->prm, opt, &min)))
-		err = parse_int(arg, ip, min);
+	if ((ip = int_param(&o->prm, opt, &min, &max)))
+		err = opt_int("place-sim", name, arg, min, max, ip);
 	else if ((up = u64_param(&o->prm, opt)))
-		err = parse_u64(arg, up);
+		err = opt_u64("place-sim", name, arg, 0, UINT64_MAX, up);
 	else if (opt == O_RUNS)
-		err = parse_int(arg, &o->runs, 1);
+		err = opt_int("place-sim", name, arg, 1, 16, &o->runs);
 	else if (opt == O_SMT)
-		err = parse_smt(arg, &o->prm.smt_permille);
+		err = parse_smt(name, arg, &o->prm.smt_permille);
 	else if (opt == O_FORMAT)
 		err = parse_format(arg, &o->fmt);
 	else if (opt == O_TOPOLOGY)
@@ -340,10 +305,7 @@ static int apply_opt(struct opts *o, int opt, const char *arg)
 		o->prm.steal = true;
 	else
 		err = -EINVAL;
-	if (err)
-		fprintf(stderr, "place-sim: bad value '%s' for --%s (see --help)\n", arg ? arg : "",
-			opt_name(opt));
-	return err;
+	return err < 0 ? -EINVAL : 0;
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -356,28 +318,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->host_time = true;
 	o->runs = 1;
 	sim_params_default(&o->prm);
-	opterr = 0; /* one message of ours, naming the program plainly */
-	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-		if (opt == O_HELP || opt == 'h') {
-			usage(stdout);
-			exit(0);
-		}
-		if (opt == '?') {
-			fprintf(stderr, "place-sim: unknown option or missing value: '%s' (see --help)\n",
-				argv[optind - 1]);
+	while ((opt = opt_next("place-sim", argc, argv, long_opts, usage, 0)) != -1)
+		if (opt == OPT_ERROR || apply_opt(o, opt, optarg) < 0)
 			return -EINVAL;
-		}
-		if (apply_opt(o, opt, optarg) < 0)
-			return -EINVAL;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "place-sim: unexpected argument '%s'\n", argv[optind]);
-		return -EINVAL;
-	}
 	if (sim_workload_select(&o->prm, o->workload, &o->load_name) < 0) {
-		fprintf(stderr, "place-sim: unknown workload '%s' (hackbench schbench pingpong stream mix tenants "
-			"groups)\n",
-			o->workload);
+		fprintf(stderr, "place-sim: bad value '%s' for --workload: want one of hackbench schbench "
+			"pingpong stream mix tenants groups\n", o->workload);
 		return -EINVAL;
 	}
 	/* The tenants and groups workloads are about their own figures. */
@@ -429,11 +375,11 @@ static double miss_pct(const struct sim_result *r)
 	return r->run_starts ? 100.0 * (double)r->idle_core_misses / (double)r->run_starts : 0.0;
 }
 
-/* Each policy named BASE-cookies or BASE-numa beside its BASE: what the
- * feature costs or gains in throughput. */
+/* Each policy named BASE/no-cookies or BASE/no-numa beside its BASE: what
+ * the feature costs or gains in throughput. */
 static void feature_lines(const struct sim_result *r, int n)
 {
-	static const char *const suffix[] = { "-cookies", "-numa" };
+	static const char *const suffix[] = { "/no-cookies", "/no-numa" };
 
 	for (int i = 0; i < n; i++) {
 		for (size_t k = 0; k < sizeof(suffix) / sizeof(suffix[0]); k++) {
@@ -447,7 +393,7 @@ static void feature_lines(const struct sim_result *r, int n)
 			snprintf(base, sizeof(base), "%.*s", (int)(len - sl), r[i].policy);
 			g = gain(r, n, base, r[i].policy, &ok);
 			if (ok)
-				printf("    %s: %s on vs off %+.1f%% throughput\n", base, suffix[k] + 1, g);
+				printf("    %s: %s on vs off %+.1f%% throughput\n", base, suffix[k] + 4, g);
 		}
 	}
 }
@@ -473,9 +419,9 @@ static void baseline_line(const struct sim_result *r, int n, const struct sim_re
 	printf("\n");
 }
 
-/* Two lines per load level (three and more with feature pairs): the fastest policy, then the comparisons the
- * seeds and the issue make (SIS_CORE against the linear scan, libplace
- * against the baselines, idle-core misses). */
+/* Two lines per load level (three and more with feature pairs): the fastest
+ * policy, then SIS_CORE against the linear scan, libplace against the
+ * baselines, idle-core misses. */
 static void summary_line(const char *load_name, const struct sim_result *r, int n)
 {
 	const struct sim_result *sc = find(r, n, "sis_core"), *lifo = find(r, n, "lifo"), *rnd = find(r, n, "random");
@@ -489,15 +435,20 @@ static void summary_line(const char *load_name, const struct sim_result *r, int 
 		if (thr(&r[i]) < thr(&r[worst]))
 			worst = i;
 	}
-	printf("  %s=%d (util %.0f%%): fastest %s, %.1f%% ahead of the slowest (%s)", load_name, r[0].load,
+	printf("  --%s %d (util %.0f%%): fastest %s, %.1f%% ahead of the slowest (%s)", load_name, r[0].load,
 	       r[0].util * 100.0, r[best].policy, (thr(&r[best]) / thr(&r[worst]) - 1.0) * 100.0, r[worst].policy);
-	g = gain(r, n, "sis_core-claim", "linear-claim", &ok);
+	g = gain(r, n, "sis_core", "linear", &ok);
 	if (ok)
 		printf("; SIS_CORE vs linear scan %+.1f%%", g);
 	printf("\n");
 	if (lifo || rnd)
 		baseline_line(r, n, sc, lifo, rnd);
 	feature_lines(r, n);
+}
+
+static const char *plural(int n)
+{
+	return n == 1 ? "" : "s";
 }
 
 static void describe(char *buf, size_t size, const struct opts *o, const struct sim_machine *m,
@@ -512,10 +463,11 @@ static void describe(char *buf, size_t size, const struct opts *o, const struct 
 	if (o->runs > 1)
 		snprintf(runs, sizeof(runs), " (median of %d seeds)", o->runs < 16 ? o->runs : 16);
 	snprintf(buf, size,
-		 "place-sim %s on %s: %d CPUs, %d cores, %d LLCs, %d nodes; smt %.2f wake %" PRIu64
+		 "place-sim %s on %s: %d CPU%s, %d core%s, %d LLC%s, %d node%s; smt %.2f wake %" PRIu64
 		 "ns%s llc+%" PRIu64 "ns node+%" PRIu64 "ns decision %" PRIu64 "ns+%" PRIu64
 		 "ns/probe slice %" PRIu64 "ns jitter %u%%%s seed %" PRIu64 "%s",
-		 o->workload, place_topo_source(topo), m->nr_cpus, m->nr_cores, m->nr_llcs, m->nr_nodes,
+		 o->workload, place_topo_source(topo), m->nr_cpus, plural(m->nr_cpus), m->nr_cores,
+		 plural(m->nr_cores), m->nr_llcs, plural(m->nr_llcs), m->nr_nodes, plural(m->nr_nodes),
 		 p->smt_permille / 1000.0, p->wake_ns, deep, p->llc_penalty_ns, p->node_penalty_ns,
 		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, p->steal ? " steal" : "", p->seed,
 		 runs);
@@ -582,10 +534,14 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 			memcpy(&all[li * np], res, (size_t)np * sizeof(*res));
 	}
 	sim_report_footer(stdout, o->fmt);
+	snprintf(what, sizeof(what), "%s --%s", o->workload, o->load_name);
+	if (!err)
+		sim_report_legend(stdout, o->fmt, what);
 	if (pg.printed && pg.tty)
 		fprintf(stderr, "\r\033[K");
 	if (!err && summarise) {
-		printf("summary (vs: throughput against the first policy of the same load; sis_core / lifo / random):\n");
+		printf("summary per load: fastest and slowest policy by throughput; sis_core against the others "
+		       "(+: sis_core faster);\nidle-core misses and p99 wakeup latency as sis_core / lifo / random:\n");
 		for (int li = 0; li < nl; li++)
 			summary_line(o->load_name, &all[li * np], np);
 	}
@@ -610,7 +566,8 @@ int main(int argc, char **argv)
 	if (o.load_list) {
 		nl = parse_loads(o.load_list, loads, MAX_LOADS);
 		if (nl < 0) {
-			fprintf(stderr, "place-sim: bad --load '%s'\n", o.load_list);
+			fprintf(stderr, "place-sim: bad value '%s' for --load: want 1,4,16 or A..B or A..B+K "
+				"(whole numbers from 1)\n", o.load_list);
 			return 2;
 		}
 	}

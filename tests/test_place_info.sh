@@ -12,6 +12,14 @@ FX="${PLACE_TEST_SRCDIR:-tests}/fixtures"
 CORPUS="${PLACE_CORPUS_DIR:-${PLACE_TEST_SRCDIR:-tests}/../../shared/testdata/topologies}"
 
 if $TOOL --help | grep -q '^usage: place-info'; then ok "--help"; else bad "--help"; fi
+if $TOOL --help | grep -q '^ *machine '; then ok "--help names the machine source"; else bad "--help: no machine"; fi
+if $TOOL --version | grep -q '^place-info (libplace) [0-9]'; then ok "--version"; else bad "--version"; fi
+# The tsv format's llc_kind is a word, and format names take any case.
+if $TOOL --format TSV --topology "synthetic:pack:1 core:2 pu:1" | awk -F'\t' 'NR > 1 && $7 != "package" { exit 1 }'; then
+	ok "llc_kind as a word (package)"
+else
+	bad "llc_kind: $($TOOL_PLAIN --format tsv --topology "synthetic:pack:1 core:2 pu:1" | cut -f7 | tr '\n' ' ')"
+fi
 
 cat >"$TMP/sparse.truth" <<'TRUTH'
 #pu_os_index	core_logical_index	llc_logical_index	numa_os_index	package_logical_index	llc_level
@@ -64,6 +72,7 @@ expect_error "unknown prefix" 1 --topology "bogus:x"
 expect_error "empty path" 1 --topology "xml:"
 expect_error "bad format" 2 --format bogus
 expect_error "bad option" 2 --bogus
+expect_error "stray argument" 2 extra
 expect_error "missing value" 2 --topology
 
 if [ -d "$CORPUS" ]; then

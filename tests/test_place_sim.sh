@@ -17,6 +17,24 @@ sim() {
 }
 
 if $TOOL --help | grep -q '^usage: place-sim'; then ok "--help"; else bad "--help"; fi
+if $TOOL --version | grep -q '^place-sim (libplace) [0-9]'; then ok "--version"; else bad "--version"; fi
+
+# Policy names: the readable spelling (sis_core/no-cookies: COOKIES off), the
+# older one (sis_core-cookies) and upper case give the same rows, named the
+# readable way; a table ends with its legend.
+sim --workload pingpong --format tsv --policies sis_core/no-short_affine,linear/no-claim/sis_util >"$TMP/new"
+sim --workload pingpong --format tsv --policies SIS_CORE-SHORT_AFFINE,linear-claim+sis_util >"$TMP/old"
+if cmp -s "$TMP/new" "$TMP/old" && [ "$(cut -f2 "$TMP/new" | tr '\n' ' ')" = "policy sis_core/no-short_affine linear/no-claim/sis_util " ]; then
+	ok "policy spellings: new, old and upper case agree"
+else
+	bad "policy spellings: $(cut -f2 "$TMP/new" "$TMP/old" | tr '\n' ' ')"
+fi
+sim --workload pingpong --policies sis_core,lifo >"$TMP/tab"
+if grep -q '^  load: pingpong --pairs; vs: ' "$TMP/tab" && grep -q 'icmiss%: ' "$TMP/tab"; then
+	ok "a table ends with its legend"
+else
+	bad "no legend under the table: $(tail -n 3 "$TMP/tab")"
+fi
 
 for w in hackbench schbench pingpong stream mix; do
 	for f in table tsv; do
@@ -61,10 +79,10 @@ for t in "$SMT2" "$SMT4" "$TOPO" "$NODES8"; do
 		bad "$w on $t: incomplete rows: $(cut -f1-3 "$TMP/a" | tr '\n' ' ')"
 	fi
 	if [ $w = tenants ]; then
-		on=$(col violations "$TMP/a" | awk '$1 !~ /-cookies$/ { s += $2 } END { print s + 0 }')
-		on_ns=$(col violation_ns "$TMP/a" | awk '$1 !~ /-cookies$/ { s += $2 } END { print s + 0 }')
-		off=$(col violations "$TMP/a" | awk '$1 ~ /-cookies$/ { s += $2 } END { print s + 0 }')
-		refused=$(col cookie_refusals "$TMP/a" | awk '$1 !~ /-cookies$/ { s += $2 } END { print s + 0 }')
+		on=$(col violations "$TMP/a" | awk '$1 !~ /\/no-cookies$/ { s += $2 } END { print s + 0 }')
+		on_ns=$(col violation_ns "$TMP/a" | awk '$1 !~ /\/no-cookies$/ { s += $2 } END { print s + 0 }')
+		off=$(col violations "$TMP/a" | awk '$1 ~ /\/no-cookies$/ { s += $2 } END { print s + 0 }')
+		refused=$(col cookie_refusals "$TMP/a" | awk '$1 !~ /\/no-cookies$/ { s += $2 } END { print s + 0 }')
 		if [ "$on" -eq 0 ] && [ "$on_ns" -eq 0 ] && [ "$off" -gt 0 ] && [ "$refused" -gt 0 ]; then
 			ok "tenants on $t: 0 co-runs with COOKIES ($refused refusals), $off without"
 		else
@@ -72,7 +90,7 @@ for t in "$SMT2" "$SMT4" "$TOPO" "$NODES8"; do
 		fi
 	else
 		on=$(col numa_moves "$TMP/a" | awk '$1 == "sis_core" { print $2 }')
-		off=$(col numa_moves "$TMP/a" | awk '$1 == "sis_core-numa" { print $2 }')
+		off=$(col numa_moves "$TMP/a" | awk '$1 == "sis_core/no-numa" { print $2 }')
 		if [ "$on" -gt 0 ] && [ "$off" -eq 0 ]; then
 			ok "groups on $t: $on NUMA moves with NUMA, none without"
 		else
@@ -81,10 +99,10 @@ for t in "$SMT2" "$SMT4" "$TOPO" "$NODES8"; do
 	fi
 done
 
-# 1..8 doubles: 4 levels x 9 default policies + the header line.
+# 1..8 doubles: 4 levels x 7 default policies + the header line.
 sim --workload pingpong --load 1..8 --format tsv >"$TMP/sweep"
-if [ "$(wc -l <"$TMP/sweep")" -eq 37 ] && [ "$(cut -f1 "$TMP/sweep" | sort -u | tr '\n' ' ')" = "1 2 4 8 load " ]; then
-	ok "--load 1..8: 4 levels x 9 policies"
+if [ "$(wc -l <"$TMP/sweep")" -eq 29 ] && [ "$(cut -f1 "$TMP/sweep" | sort -u | tr '\n' ' ')" = "1 2 4 8 load " ]; then
+	ok "--load 1..8: 4 levels x 7 policies"
 else
 	bad "--load 1..8: $(cut -f1,2 "$TMP/sweep" | tr '\n' ' ')"
 fi
@@ -101,7 +119,7 @@ if head -c 8 "$TMP/json" | grep -q '^{"run": ' && tail -n 1 "$TMP/json" | grep -
 else
 	bad "--format json: $(head -c 200 "$TMP/json")"
 fi
-sim --format summary --summary --policies linear-claim,sis_core-claim,sis_core,lifo,random >"$TMP/sum"
+sim --format summary --summary --policies linear,sis_core,lifo,random >"$TMP/sum"
 if grep -q 'SIS_CORE vs linear scan' "$TMP/sum" && grep -q 'sis_core vs LIFO' "$TMP/sum"; then
 	ok "--summary: the verdict lines"
 else
@@ -118,6 +136,10 @@ expect_error "bad range" 2 --load 8..2
 expect_error "smt factor above 1" 2 --smt-factor 1.5
 expect_error "negative number" 2 --wake-ns -5
 expect_error "bad format" 2 --format xml
+expect_error "jitter above 100%" 2 --jitter 101
+expect_error "missing value" 2 --seed
+expect_error "more than 16 runs" 2 --runs 17
+expect_error "no- of nothing" 2 --policies sis_core/no-
 expect_error "stray argument" 2 extra
 expect_error "bad topology" 1 --topology synthetic:nonsense
 

@@ -20,14 +20,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opt.h"
 #include "place.h"
 
 static const char usage[] =
 	"usage: place-info [--topology SOURCE] [--format console|tsv|truth]\n"
-	"  SOURCE: live (default; PLACE_TOPOLOGY overrides it), xml:PATH or synthetic:STRING\n"
-	"  console  a picture: packages, nodes, LLCs, cores with their SMT CPUs (default)\n"
-	"  tsv      one line per CPU, every field libplace knows\n"
-	"  truth    the topology corpus' .truth.tsv format, for diff\n";
+	"  --topology SOURCE  where the topology comes from:\n"
+	"      live              this machine, the CPUs this process may use (default;\n"
+	"                        the PLACE_TOPOLOGY environment variable replaces it)\n"
+	"      machine           this machine's online CPUs, ignoring cgroup limits\n"
+	"      xml:PATH          an hwloc XML export (lstopo --of xml)\n"
+	"      synthetic:STRING  an hwloc synthetic description, e.g.\n"
+	"                        'pack:2 [numa] l3:8 core:8 pu:2(indexes=core)'\n"
+	"  --format F         console  a picture: packages, nodes, LLCs, cores with their\n"
+	"                              SMT CPUs (default)\n"
+	"                     tsv      one line per CPU, every field libplace knows\n"
+	"                              (llc_kind as a word: cache, package, node, machine)\n"
+	"                     truth    the .truth.tsv format of a topology corpus, for diff\n"
+	"  --help, --version\n";
 
 enum format { FMT_CONSOLE, FMT_TSV, FMT_TRUTH };
 
@@ -87,6 +97,13 @@ static void print_truth(const place_cpu_info *info, int n)
 		       info[i].hw_node_os, info[i].hw_package, info[i].llc_level);
 }
 
+static const char *llc_kind_word(int kind)
+{
+	static const char *const words[] = { "cache", "package", "node", "machine" };
+
+	return kind >= 0 && kind < 4 ? words[kind] : "unknown";
+}
+
 static void print_tsv(const place_cpu_info *info, int n)
 {
 	printf("#cpu\tcore\tllc\tnode\tpackage\tllc_level\tllc_kind\tsmt\t"
@@ -94,8 +111,8 @@ static void print_tsv(const place_cpu_info *info, int n)
 	for (int i = 0; i < n; i++) {
 		const place_cpu_info *c = &info[i];
 
-		printf("%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", c->cpu, c->core, c->llc,
-		       c->node, c->package, c->llc_level, c->llc_kind, c->smt, c->hw_core,
+		printf("%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\n", c->cpu, c->core, c->llc,
+		       c->node, c->package, c->llc_level, llc_kind_word(c->llc_kind), c->smt, c->hw_core,
 		       c->hw_llc, c->hw_node_os, c->hw_package);
 	}
 }
@@ -493,53 +510,24 @@ static void print_console(const place_topo *t, const place_cpu_info *info, int n
 /* ------------------------------------------------------------------------ */
 /* Main                                                                      */
 
-static int parse_format(const char *s, enum format *f)
-{
-	static const char *const names[] = { "console", "tsv", "truth" };
-
-	for (int i = 0; i < 3; i++)
-		if (strcmp(s, names[i]) == 0) {
-			*f = (enum format)i;
-			return 0;
-		}
-	fprintf(stderr, "place-info: unknown format '%s' (console, tsv or truth)\n", s);
-	return -1;
-}
-
-/* Both "--opt VALUE" and "--opt=VALUE". Returns the value or NULL. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name)
-{
-	size_t len = strlen(name);
-
-	if (strncmp(argv[*i], name, len) != 0)
-		return NULL;
-	if (argv[*i][len] == '=')
-		return argv[*i] + len + 1;
-	if (argv[*i][len] == '\0' && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
-
-/* 0 to run, 1 after --help, 2 on bad usage. */
+/* 0 to run, 2 on bad usage (after one message); --help and --version exit. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *v;
+	static const char *const formats[] = { "console", "tsv", "truth" };
+	static const struct option lo[] = {
+		{ "topology", required_argument, NULL, 't' },
+		{ "format", required_argument, NULL, 'f' },
+		OPT_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, f;
 
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			fputs(usage, stdout);
-			return 1;
-		} else if (i + 1 == argc && (strcmp(argv[i], "--topology") == 0 ||
-					     strcmp(argv[i], "--format") == 0)) {
-			fprintf(stderr, "place-info: %s needs a value (try --help)\n", argv[i]);
-			return 2;
-		} else if ((v = opt_value(argc, argv, &i, "--topology")) != NULL) {
-			o->source = v;
-		} else if ((v = opt_value(argc, argv, &i, "--format")) != NULL) {
-			if (parse_format(v, &o->format) < 0)
-				return 2;
+	while ((c = opt_next("place-info", argc, argv, lo, usage, 0)) != -1) {
+		if (c == 't') {
+			o->source = optarg;
+		} else if (c == 'f' && (f = opt_choice("place-info", "format", optarg, formats, 3)) >= 0) {
+			o->format = (enum format)f;
 		} else {
-			fprintf(stderr, "place-info: bad argument '%s' (try --help)\n", argv[i]);
 			return 2;
 		}
 	}
@@ -551,10 +539,10 @@ int main(int argc, char **argv)
 	struct opts o = { NULL, FMT_CONSOLE };
 	place_topo *t;
 	place_cpu_info *info;
-	int err, n, r = parse_args(argc, argv, &o);
+	int err, n;
 
-	if (r)
-		return r == 1 ? EXIT_SUCCESS : 2;
+	if (parse_args(argc, argv, &o))
+		return 2;
 	err = place_topo_load(&t, o.source);
 	if (err < 0) {
 		fprintf(stderr, "place-info: %s\n",

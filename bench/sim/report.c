@@ -202,6 +202,38 @@ void sim_report_row(FILE *f, int fmt, const struct sim_result *r, const struct s
 	fflush(f);
 }
 
+/* One legend under each human-readable table: what its columns mean. */
+void sim_report_legend(FILE *f, int fmt, const char *load_what)
+{
+	static const char common[] =
+		"  load: %s; vs: throughput against the first row of the same load; p99_us: 99th\n"
+		"  percentile wakeup-to-run latency (virtual us); util: busy CPU time / all CPU time\n";
+
+	if (fmt != SIM_FMT_TABLE && fmt != SIM_FMT_BRIEF && fmt != SIM_FMT_COOKIES && fmt != SIM_FMT_NUMA)
+		return;
+	fprintf(f, common, load_what);
+	if (fmt == SIM_FMT_TABLE)
+		fprintf(f, "  work/s: units of work per virtual second; p50_us, p999_us: other percentiles; "
+			   "stackany: like stack, any idle CPU\n"
+			   "  of the machine; xnode: wakeups moved to another NUMA node; fpos: idle hints "
+			   "found busy; lost: lost claims;\n  ns/dec: host ns per decision\n");
+	if (fmt == SIM_FMT_TABLE || fmt == SIM_FMT_BRIEF)
+		fprintf(f, "  icmiss%%: runs started beside a busy SMT sibling while a whole core of the "
+			   "LLC was idle; stack: wakeups\n  queued behind a running task while a CPU of "
+			   "that LLC was idle; xllc: wakeups moved to another LLC;\n  probe: CPUs "
+			   "probed per wakeup (0 for lifo and random, which keep their own idle list)\n");
+	else if (fmt == SIM_FMT_COOKIES)
+		fprintf(f, "  forced%%: CPU time forced idle (tasks waiting, none allowed beside a sibling "
+			   "of another cookie);\n  refused: place_run_begin refusals; fallback: wakeups "
+			   "that found no idle CPU fitting the cookie;\n  viol, viol_us: co-runs of two "
+			   "cookies on one core and their core time (must be 0 with COOKIES)\n");
+	else
+		fprintf(f, "  xwake%%: wakeups started on another node than the waker's; xnode: moves "
+			   "across nodes; imbal%%: busiest\n  node's CPU time over the mean; moves, kept, "
+			   "cool, cap: libplace's NUMA moves, kept placements,\n  and moves skipped "
+			   "by the cool-down and by the cap\n");
+}
+
 void sim_report_footer(FILE *f, int fmt)
 {
 	if (fmt == SIM_FMT_JSON)

@@ -367,5 +367,7 @@ enum sim_format {
 void sim_report_header(FILE *f, int fmt, const char *what);
 void sim_report_row(FILE *f, int fmt, const struct sim_result *r, const struct sim_result *ref, bool first);
 void sim_report_footer(FILE *f, int fmt);
+/* What the columns of a readable table mean; load_what names the load. */
+void sim_report_legend(FILE *f, int fmt, const char *load_what);
 
 #endif /* PLACE_SIM_H */
