@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "opt.h"
 #include "pool.h"
 
 #define HIST_SUB 16  /* sub-buckets per power of two: ~6% resolution */
@@ -382,56 +383,79 @@ static int run_workload(struct bench *b, const struct opts *o, const struct mode
 	return 0;
 }
 
-static void usage(FILE *f)
+static const char usage[] =
+	"usage: place-poolbench [--modes sis_core,lifo] [--repeat N] [--format table|tsv]\n"
+	"                       [--workload messaging|pingpong|both]\n"
+	"                       [--groups G --senders S --receivers R --loops M] [--pairs P --hops N]\n"
+	"modes: sis_core linear exact (libplace policies) lifo (most recently parked worker)\n"
+	"  --help, --version\n";
+
+static const struct option long_opts[] = {
+	{ "modes", required_argument, NULL, 'm' },   { "repeat", required_argument, NULL, 'r' },
+	{ "format", required_argument, NULL, 'f' },  { "workload", required_argument, NULL, 'w' },
+	{ "groups", required_argument, NULL, 'g' },  { "senders", required_argument, NULL, 's' },
+	{ "receivers", required_argument, NULL, 'R' }, { "loops", required_argument, NULL, 'l' },
+	{ "pairs", required_argument, NULL, 'p' },   { "hops", required_argument, NULL, 'n' },
+	OPT_COMMON_LONGOPTS,                         { NULL, 0, NULL, 0 },
+};
+
+/* One option: 0, or -1 after a message naming it. */
+static int parse_opt(int c, const char *arg, struct opts *o, struct bench *b)
 {
-	fputs("usage: place-poolbench [--modes sis_core,lifo] [--repeat N] [--format table|tsv]\n"
-	      "                       [--workload messaging|pingpong|both]\n"
-	      "                       [--groups G --senders S --receivers R --loops M] [--pairs P --hops N]\n"
-	      "modes: sis_core linear exact (libplace policies) lifo (most recently parked worker)\n",
-	      f);
+	static const char *const formats[] = { "table", "tsv" },
+			  *const workloads[] = { "both", "messaging", "pingpong" };
+	int *const num[] = { &o->repeat, &b->groups, &b->senders, &b->receivers, &b->loops, &b->pairs, &b->hops };
+	const char *const keys = "rgsRlpn", *k = c > 0 ? strchr(keys, c) : NULL;
+	int i;
+
+	if (k && *k)
+		return opt_int("place-poolbench", opt_long_name(long_opts, c), arg, 1, c == 'r' ? 64 : 1000000000,
+			       num[k - keys]);
+	if (c == 'm') {
+		o->modes = arg;
+		return 0;
+	}
+	if (c == 'f' && (i = opt_choice("place-poolbench", "format", arg, formats, 2)) >= 0) {
+		o->tsv = i == 1;
+		return 0;
+	}
+	if (c == 'w' && (i = opt_choice("place-poolbench", "workload", arg, workloads, 3)) >= 0) {
+		o->only_messaging = i == 1;
+		o->only_pingpong = i == 2;
+		return 0;
+	}
+	return -1;
 }
 
 static int parse_args(int argc, char **argv, struct opts *o, struct bench *b)
 {
-	static const struct option lo[] = {
-		{ "modes", required_argument, NULL, 'm' },   { "repeat", required_argument, NULL, 'r' },
-		{ "format", required_argument, NULL, 'f' },  { "workload", required_argument, NULL, 'w' },
-		{ "groups", required_argument, NULL, 'g' },  { "senders", required_argument, NULL, 's' },
-		{ "receivers", required_argument, NULL, 'R' }, { "loops", required_argument, NULL, 'l' },
-		{ "pairs", required_argument, NULL, 'p' },   { "hops", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
-	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		int v = optarg ? atoi(optarg) : 0;
-
-		switch (c) {
-		case 'm': o->modes = optarg; break;
-		case 'r': o->repeat = v; break;
-		case 'f': o->tsv = !strcmp(optarg, "tsv"); break;
-		case 'w':
-			o->only_messaging = !strcmp(optarg, "messaging");
-			o->only_pingpong = !strcmp(optarg, "pingpong");
-			break;
-		case 'g': b->groups = v; break;
-		case 's': b->senders = v; break;
-		case 'R': b->receivers = v; break;
-		case 'l': b->loops = v; break;
-		case 'p': b->pairs = v; break;
-		case 'n': b->hops = v; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -EINVAL;
-		}
-		if (c != 'm' && c != 'f' && c != 'w' && c != 'h' && v < 1) {
-			fprintf(stderr, "place-poolbench: bad value '%s'\n", optarg);
+	while ((c = opt_next("place-poolbench", argc, argv, long_opts, usage, 0)) != -1)
+		if (parse_opt(c, optarg, o, b) < 0)
 			return -EINVAL;
-		}
-	}
-	if (o->repeat > 64)
-		o->repeat = 64;
-	return optind < argc ? -EINVAL : 0;
+	return 0;
 }
+
+/* What a machine with one LLC and no SMT (a small VM) cannot show. */
+static void small_machine_note(const place_topo *topo)
+{
+	int cpus = place_topo_nr_cpus(topo), cores = place_topo_nr_cores(topo), llcs = place_topo_nr_llcs(topo);
+
+	if (llcs > 1 || cores < cpus)
+		return;
+	printf("# note: %d CPU%s, one LLC, no SMT: any idle CPU is as good as another, so placement has\n"
+	       "# nothing to win here. The rows compare the wake paths' costs (libplace's decision and\n"
+	       "# claim vs a LIFO pop) and their park/unpark patterns, on a machine shared with others\n"
+	       "# (noisy). Idle-core, LLC and NUMA effects need a bigger machine, or place-sim.\n",
+	       cpus, cpus == 1 ? "" : "s");
+}
+
+static const char legend[] =
+	"  units/s: messages (messaging) or hops (pingpong) per second; vs: throughput against the\n"
+	"  first mode of the workload; wall, min, max: ms per repeat (median, fastest, slowest);\n"
+	"  p50..p999_us: wakeup latency, pool_wake to the task's start; runs: task runs per repeat;\n"
+	"  stolen: share of runs taken from another worker's queue; parks: worker sleeps per repeat\n";
 
 static void print_header(const struct opts *o, const struct bench *b, const place_topo *topo)
 {
@@ -439,6 +463,8 @@ static void print_header(const struct opts *o, const struct bench *b, const plac
 	       " pingpong %d pairs x %d hops; median of %d\n",
 	       place_topo_source(topo), place_topo_nr_cpus(topo), b->groups, b->senders, b->receivers, b->loops,
 	       b->pairs, b->hops, o->repeat);
+	if (!o->tsv)
+		small_machine_note(topo);
 	if (o->tsv)
 		printf("workload\tmode\twall_ns\twall_min_ns\twall_max_ns\tlat_p50_ns\tlat_p99_ns\tlat_p999_ns"
 		       "\truns\tsteals\tparks\n");
@@ -460,7 +486,8 @@ int main(int argc, char **argv)
 		return 2;
 	nm = parse_modes(o.modes, modes, MAX_MODES);
 	if (nm <= 0) {
-		fprintf(stderr, "place-poolbench: bad --modes '%s'\n", o.modes);
+		fprintf(stderr, "place-poolbench: bad value '%s' for --modes: want a list of sis_core linear "
+			"exact lifo\n", o.modes);
 		return 2;
 	}
 	err = place_topo_load(&topo, NULL);
@@ -482,6 +509,8 @@ int main(int argc, char **argv)
 		err = run_workload(&b, &o, modes, nm, true);
 	if (!err && !o.only_messaging)
 		err = run_workload(&b, &o, modes, nm, false);
+	if (!err && !o.tsv)
+		fputs(legend, stdout);
 	free(b.hist);
 	pthread_mutex_destroy(&b.lock);
 	pthread_cond_destroy(&b.cond);
