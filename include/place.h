@@ -90,7 +90,7 @@ typedef struct place_topo place_topo;
  *   -ENOENT  the XML file does not exist; -EACCES it cannot be read
  *   -ENODEV  no usable CPU remains after the restrictions (for XML: the
  *            export's allowed_cpuset holds no PU)
- *   -ENOMEM  out of memory
+ *   -ENOMEM  out of memory.
  * place_last_error() then says which source and what hwloc said, e.g.
  * "xml:/x.xml: cannot import XML version 3.0 > 2 (...)". hwloc 2 itself
  * explains XML and synthetic failures only on stderr and only under
@@ -506,7 +506,8 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
  * as queued on cpu. Every how ends t's place on its core (COOKIES): a
  * preempted task passes place_run_begin's check again when it resumes.
  * -EINVAL p NULL, t is not the task running on cpu, or how unknown;
- * -ENODEV, -ENOENT as above. Only the worker of cpu. */
+ * -ENODEV cpu not usable; -ENOENT no worker registered on cpu. Only the
+ * worker of cpu. */
 PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
 
 /* A wakeup that claimed cpu could not be delivered: release the claim held
