@@ -86,7 +86,7 @@ struct topo_def {
 	const char *spec;
 };
 
-/* 256 is the 2x64C/128T model of issue 3; 1024 the one the brief names. */
+/* 256 is the 2x64-core Zen3 (2x64C/128T) the SIS_CORE patches were measured on. */
 static const struct topo_def topo_defs[] = {
 	{ "16", "pack:1 [numa] l3:1 core:8 pu:2(indexes=core)" },
 	{ "64", "pack:2 [numa] l3:1 core:16 pu:2(indexes=core)" },

@@ -7,7 +7,9 @@
 #
 # Writes, each as .svg and .png:
 #   wakeup-ns     ns per place_wakeup (median) by topology size, one panel per load, per policy
-#   wakeup-ir     instructions per place_wakeup (callgrind median), same layout (needs valgrind)
+#   wakeup-ir     instructions per place_wakeup (callgrind mean), same layout (needs valgrind)
+# The four panels of a picture share one y scale; linear is drawn dashed with open
+# markers over the others (it often equals sis_core exactly: no idle core to find).
 #   hackbench-steal    place-sim hackbench on the modelled Zen3, idle workers steal:
 #                      throughput (% of the fastest policy at that load) and p99 wakeup latency
 #   hackbench-nosteal  the same, placement alone
@@ -20,7 +22,9 @@ set -eu
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 ZEN3='synthetic:pack:2 [numa] l3:8(size=32MiB) l2:8(size=512KiB) l1d:1(size=32KiB) core:1 pu:2(indexes=core)'
-SIM_POLICIES=linear-claim,sis_core-claim,sis_core,exact,lifo,random
+# No CLAIM-off variants: the simulator decides one wakeup at a time, so they
+# repeat the rows of linear and sis_core byte for byte.
+SIM_POLICIES=linear,sis_core,exact,lifo,random
 
 replot=no
 if [ "${1:-}" = --replot ]; then
@@ -96,14 +100,40 @@ pivot() {
 		}' "$1"
 }
 
+# legend FILE: the header's policy names, with what each policy is (any case).
+legend() {
+	awk -F '\t' -v OFS='\t' 'NR == 1 {
+		for (i = 3; i <= NF; i++) {
+			n = tolower($i)
+			if (n == "linear") $i = "linear (CPU-by-CPU scan)"
+			else if (n == "sis_core") $i = "sis_core (idle-core bitmaps, default)"
+			else if (n == "exact") $i = "exact (best CPU, full scan)"
+			else if (n == "lifo") $i = "lifo (last parked worker)"
+			else if (n == "random") $i = "random (any idle worker)"
+		}
+	} { print }' "$1" >"$1.tmp" && mv "$1.tmp" "$1"
+}
+
+# ymax PREFIX: the largest value of the four panels, plus a tenth (one scale for all).
+ymax() {
+	cat "$tmp/$1"-*.tsv | awk -F '\t' '$1 != "label" { for (i = 3; i <= NF; i++) if ($i != "NaN" && $i + 0 > m) m = $i + 0 }
+		END { printf "%d\n", m * 1.1 + 1 }'
+}
+
 # ---- place-bench: cost per wakeup by topology size and load, per policy ----------------
 
-# Single-thread rows; x labels "CPUS\nLLC n".
+# Single-thread rows; x labels "CPUS\nn CPUs/LLC". Instructions are means: the
+# median jumps between the two modes of a bimodal cost (prev idle: the short
+# path, ~130; an idle-core search: ~500) as the share of prev-idle wakeups
+# crosses 50%, which it does at 256 CPUs and 50% busy (52% there, 49% on 16
+# and 64 CPUs): the dip the median drew there was that, not a cheaper path.
 for load in 0 50 90 99; do
-	pivot "$OUT/bench.tsv" 'c["cpus"] " CPUs"' '"LLC " c["llc_cpus"]' 'c["policy"]' 'c["wake_med_ns"]' \
+	pivot "$OUT/bench.tsv" 'c["cpus"] " CPUs"' 'c["llc_cpus"] " CPUs/LLC"' 'c["policy"]' 'c["wake_med_ns"]' \
 		'c["threads"] == 1 && c["load"] == '"$load" >"$tmp/ns-$load.tsv"
-	pivot "$OUT/bench.tsv" 'c["cpus"] " CPUs"' '"LLC " c["llc_cpus"]' 'c["policy"]' 'c["wake_ir_med"]' \
+	pivot "$OUT/bench.tsv" 'c["cpus"] " CPUs"' 'c["llc_cpus"] " CPUs/LLC"' 'c["policy"]' 'c["wake_ir"]' \
 		'c["threads"] == 1 && c["load"] == '"$load" >"$tmp/ir-$load.tsv"
+	legend "$tmp/ns-$load.tsv"
+	legend "$tmp/ir-$load.tsv"
 done
 have_ir=$(awk -F '\t' 'NR > 1 && $3 + 0 > 0 { print "yes"; exit }' "$tmp/ir-0.tsv")
 nbench=$(head -n 1 "$tmp/ns-0.tsv" | awk -F '\t' '{ print NF }')
@@ -117,15 +147,15 @@ bench_plot() { # NAME PREFIX YLABEL TITLE
 		terminals "$1"
 		cat <<EOF
 set datafile separator "\t"
-set key autotitle columnheader top left horizontal samplen 2
+set key autotitle columnheader top left vertical samplen 3
 set grid ytics lc rgb "#dddddd"
 set style data linespoints
 set ylabel "$3"
-set yrange [0:*]
+set yrange [0:$(ymax "$2")]
 set xtics nomirror
 set offsets 0.2, 0.2, graph 0.2, 0
 set bmargin 3.5
-set linetype 1 lc rgb "#1f77b4" lw 2 pt 7 ps 0.8
+set linetype 1 lc rgb "#1f77b4" lw 2 dt 2 pt 6 ps 1.6
 set linetype 2 lc rgb "#d62728" lw 2 pt 5 ps 0.8
 set linetype 3 lc rgb "#2ca02c" lw 2 pt 9 ps 0.9
 do for [o in outs] {
@@ -138,8 +168,9 @@ do for [o in outs] {
 	set multiplot layout 2,2 title "$4"
 	do for [load in "0 50 90 99"] {
 		set title sprintf("%s%% of the CPUs busy", load)
+		if (load eq "0") { set key } else { unset key }
 		f = sprintf("$tmp/$2-%s.tsv", load)
-		plot for [i=3:$nbench] f using 0:i:xtic(strcol(1)."\n".strcol(2))
+		plot for [i=$nbench:3:-1] f using 0:i:xtic(strcol(1)."\n".strcol(2)) lt (i - 2)
 	}
 	unset multiplot
 	set output
@@ -153,7 +184,7 @@ EOF
 bench_plot wakeup-ns ns "ns per place_wakeup (median)" \
 	"place-bench: cost of one place_wakeup by machine size (synthetic, SMT2), 1 thread"
 if [ "$have_ir" = yes ]; then
-	bench_plot wakeup-ir ir "instructions per place_wakeup (median)" \
+	bench_plot wakeup-ir ir "instructions per place_wakeup (mean)" \
 		"place-bench --callgrind: instructions per place_wakeup by machine size (SMT2), 1 thread"
 else
 	echo "plot.sh: bench.tsv has no instruction counts (no valgrind): wakeup-ir not drawn"
@@ -177,6 +208,8 @@ sim_plot() { # NAME TSV TITLE
 		"$tmp/$1-long.tsv" >"$tmp/$1-l2.tsv"
 	pivot "$tmp/$1-l2.tsv" 'c["load"] " groups"' 'sprintf("max util %.0f%%", 100 * c["util"])' 'c["policy"]' 'c["pct_of_best"]' >"$tmp/$1-tput.tsv"
 	pivot "$tmp/$1-l2.tsv" 'c["load"] " groups"' 'sprintf("max util %.0f%%", 100 * c["util"])' 'c["policy"]' 'c["lat_p99_ns"] / 1000' >"$tmp/$1-p99.tsv"
+	legend "$tmp/$1-tput.tsv"
+	legend "$tmp/$1-p99.tsv"
 	npol=$(head -n 1 "$tmp/$1-tput.tsv" | awk -F '\t' '{ print NF }')
 	nload=$(($(wc -l <"$tmp/$1-tput.tsv") - 1))
 	{
@@ -190,7 +223,7 @@ set boxwidth 0.9
 set key autotitle columnheader at screen 0.99, screen 0.9 right top
 set xrange [-0.5:$nload - 0.5]
 set lmargin 10
-set rmargin 20
+set rmargin 38
 set bmargin 3.5
 set grid ytics lc rgb "#dddddd"
 set xtics nomirror
@@ -202,9 +235,9 @@ set linetype 5 lc rgb "#ff7f0e"
 set linetype 6 lc rgb "#d62728"
 do for [o in outs] {
 	if (o[strlen(o)-2:] eq "svg") {
-		set terminal svg size 960,720 dynamic noenhanced font "sans,12" background rgb "white"
+		set terminal svg size 1100,720 dynamic noenhanced font "sans,12" background rgb "white"
 	} else {
-		set terminal pngcairo size 960,720 noenhanced font "sans,10" background rgb "white"
+		set terminal pngcairo size 1100,720 noenhanced font "sans,10" background rgb "white"
 	}
 	set output o
 	set multiplot layout 2,1 title "$3"

@@ -63,8 +63,10 @@ function returns(all,   s, n, i, sent, r, cut) {
 		cut = match(sent[i], /-E[A-Z]+/)
 		if (cut) {
 			sent[i] = substr(sent[i], 1, cut - 1)
-			sub(/[ ,;:]*$/, "", sent[i])
-			if (sent[i] ~ /(^| )or( \([^)]*\))?$/)
+			sub(/[ ,;]*$/, "", sent[i])
+			if (sent[i] ~ /:$/)
+				sent[i] = sent[i] " a negative errno value (see ERRORS)."
+			else if (sent[i] ~ /(^| )or( \([^)]*\))?$/)
 				sent[i] = sent[i] " a negative errno value (see ERRORS)."
 			else
 				sent[i] = sent[i] ", or a negative errno value (see ERRORS)."
@@ -94,15 +96,18 @@ function clause(s,   i, c, depth, n) {
 	return n
 }
 # ERRORS: code -> the words after it in the comment.
-function errors(all,   s, code, rest, i) {
+function errors(all,   s, code, rest, i, aside) {
 	nerr = 0
 	s = all
 	while (match(s, /-E[A-Z]+/)) {
 		code = substr(s, RSTART + 1, RLENGTH - 1)
+		aside = substr(s, RSTART - 1, 1) == "(" && substr(s, RSTART + RLENGTH, 1) == ")"
 		s = substr(s, RSTART + RLENGTH)
+		if (aside) continue     # "(-ENODEV)": what another call returns
 		rest = substr(s, 1, clause(s))
 		sub(/^[ :]*/, "", rest); sub(/[ ,;:.]*((or|and)[ ,;:.]*)?$/, "", rest)
 		sub(/^(when|if) /, "", rest)
+		if (rest !~ /[a-z]/) rest = ""
 		for (i = 1; i <= nerr; i++)
 			if (ecode[i] == code) break
 		if (i > nerr) { nerr++; ecode[i] = code; etext[i] = "" }
@@ -139,7 +144,7 @@ function emit(   i, f, name, page, all, rv, e) {
 		if (nerr) {
 			printf ".SH ERRORS\n" > page
 			for (e = 1; e <= nerr; e++)
-				printf ".TP\n.B %s\n%s\n", ecode[e], etext[e] != "" ? roff(etext[e]) : "See DESCRIPTION." > page
+				printf ".TP\n.B %s\n%s\n", ecode[e], etext[e] != "" ? roff(etext[e]) : ecode[e] == "ENOMEM" ? "Out of memory." : "See DESCRIPTION." > page
 		}
 		printf ".SH SEE ALSO\n%s\n", see_also(all, name) > page
 		close(page)

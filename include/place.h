@@ -207,11 +207,12 @@ enum place_policy {
  * that isolation is never silently off. Costs, on cores with more than one
  * CPU: a 128-bit compare-and-swap on the core's line in each run_begin and
  * run_end, one or two loads per idle candidate in place_wakeup; and
- * throughput, since refused run_begins leave CPUs forced idle (the seed
- * measured -20% to +90% depending on the workload). Turn it off when all
+ * throughput, since refused run_begins leave CPUs forced idle (the Linux
+ * core-scheduling threads report -20% to +90% depending on the workload). Turn it off when all
  * tasks trust each other. */
 #define PLACE_FEAT_COOKIES      (1u << 5)
-/* NUMA groups (seed 003): a cross-node wakeup of a task with a group
+/* NUMA groups (after Srikar Dronamraju's "Improve numa scheduling by
+ * consolidating tasks", RFC, 2013): a cross-node wakeup of a task with a group
  * (place_task_init, place_task_set_group) prefers the node where its group
  * runs most, unless that node is busier; a cool-down and a cap on
  * concurrent moves towards one node stop ping-pong and herds (see
@@ -271,7 +272,7 @@ PLACE_EXTERN const place_topo *place_get_topo(const place *p);
 /* Reconfiguration: CPU hotplug, cpusets                                     */
 
 /* Swap the instance to topology t while other threads keep calling
- * place_wakeup() and the worker calls (DESIGN.md mechanism 12).
+ * place_wakeup() and the worker calls (CPU hotplug, cpuset changes).
  *
  * t must be a restriction of the creation topology (place_get_topo()):
  * every CPU of t is one of its CPUs (same OS number), and two CPUs of t
@@ -303,6 +304,7 @@ PLACE_EXTERN const place_topo *place_get_topo(const place *p);
  * Returns 0, or with nothing changed: -EINVAL p or t NULL; -EXDEV t is not
  * a restriction (a CPU that is not one of the instance's, or grouped
  * otherwise; place_last_error() names the first such CPU); -ENOMEM.
+ * The instance keeps its own copy: the caller may free t when it returns.
  * Any thread; concurrently with every call on p except place_destroy(). */
 PLACE_EXTERN int place_set_topology(place *p, const place_topo *t);
 
@@ -421,8 +423,8 @@ PLACE_EXTERN size_t place_task_size(void);
  * only when the group runs equally on both): t stays on prev's node when
  * the group runs more there; it moves to the waker's node (the target is
  * then the waker) when the group runs more there, its share of the tasks on
- * that node is at least its share on prev's node (the seed's rule
- * dst_running * src_nr >= src_running * dst_nr, tasks running and queued,
+ * that node is at least its share on prev's node (the consolidation
+ * patches' rule dst_running * src_nr >= src_running * dst_nr, tasks running and queued,
  * the nodes' loads as sampled at most util_period_ns ago),
  * and that node keeps a CPU free for t or is less loaded per CPU than
  * prev's; otherwise it stays (numa_kept). A task never crosses nodes within
@@ -447,7 +449,7 @@ PLACE_EXTERN size_t place_task_size(void);
  * (between place_run_begin and place_run_end) must not be woken: a runtime
  * that sees a wakeup for a running task marks it and, when it stops, either
  * ends it with PLACE_RUN_PREEMPT (it stays runnable on its CPU) or with
- * PLACE_RUN_SLEEP and then wakes it (fuzz finding F4: a wakeup followed by
+ * PLACE_RUN_SLEEP and then wakes it (found by fuzzing: a wakeup followed by
  * PREEMPT leaves the wakeup's claim held until place_claim_release).
  *
  * waker_cpu is the CPU of the waking worker, and then the caller must be
