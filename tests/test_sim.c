@@ -287,6 +287,15 @@ START_TEST(t_policy_parse)
 	ck_assert_int_lt(sim_policy_parse("lifo-claim", s, 4), 0);
 	ck_assert_int_lt(sim_policy_parse("bogus", s, 4), 0);
 	ck_assert_int_lt(sim_policy_parse("sis_core-nope", s, 4), 0);
+	/* The readable spelling, any case; names come out the readable way. */
+	ck_assert_int_eq(sim_policy_parse("SIS_CORE/no-cookies/numa,linear-claim,exact+sis_util", s, 4), 3);
+	ck_assert_str_eq(s[0].name, "sis_core/no-cookies/numa");
+	ck_assert_uint_eq(s[0].features, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_COOKIES);
+	ck_assert_str_eq(s[1].name, "linear/no-claim");
+	ck_assert_uint_eq(s[1].features, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_CLAIM);
+	ck_assert_str_eq(s[2].name, "exact/sis_util");
+	ck_assert_int_lt(sim_policy_parse("sis_core/no-", s, 4), 0);
+	ck_assert_int_lt(sim_policy_parse("sis_core/", s, 4), 0);
 }
 END_TEST
 
