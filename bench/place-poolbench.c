@@ -459,9 +459,10 @@ static const char legend[] =
 
 static void print_header(const struct opts *o, const struct bench *b, const place_topo *topo)
 {
-	printf("# place-poolbench on %s: %d CPUs; messaging %d groups x %d senders x %d receivers x %d loops;"
+	printf("# place-poolbench on %s: %d CPU%s; messaging %d groups x %d senders x %d receivers x %d loops;"
 	       " pingpong %d pairs x %d hops; median of %d\n",
-	       place_topo_source(topo), place_topo_nr_cpus(topo), b->groups, b->senders, b->receivers, b->loops,
+	       place_topo_source(topo), place_topo_nr_cpus(topo), place_topo_nr_cpus(topo) == 1 ? "" : "s",
+	       b->groups, b->senders, b->receivers, b->loops,
 	       b->pairs, b->hops, o->repeat);
 	if (!o->tsv)
 		small_machine_note(topo);

@@ -413,7 +413,7 @@ static void baseline_line(const struct sim_result *r, int n, const struct sim_re
 	if (ok)
 		printf(", vs RANDOM %+.1f%%;", g);
 	if (sc && lifo && rnd)
-		printf(" idle-core misses %.1f%% / %.1f%% / %.1f%%, p99 wakeup %.0f / %.0f / %.0f us",
+		printf(" sis_core / lifo / random: idle-core misses %.1f%% / %.1f%% / %.1f%%, p99 wakeup %.0f / %.0f / %.0f us",
 		       miss_pct(sc), miss_pct(lifo), miss_pct(rnd), sc->lat_p99 / 1e3, lifo->lat_p99 / 1e3,
 		       rnd->lat_p99 / 1e3);
 	printf("\n");
@@ -439,7 +439,7 @@ static void summary_line(const char *load_name, const struct sim_result *r, int 
 	       r[0].util * 100.0, r[best].policy, (thr(&r[best]) / thr(&r[worst]) - 1.0) * 100.0, r[worst].policy);
 	g = gain(r, n, "sis_core", "linear", &ok);
 	if (ok)
-		printf("; SIS_CORE vs linear scan %+.1f%%", g);
+		printf("; sis_core vs linear %+.1f%%", g);
 	printf("\n");
 	if (lifo || rnd)
 		baseline_line(r, n, sc, lifo, rnd);
@@ -540,8 +540,8 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 	if (pg.printed && pg.tty)
 		fprintf(stderr, "\r\033[K");
 	if (!err && summarise) {
-		printf("summary per load: fastest and slowest policy by throughput; sis_core against the others "
-		       "(+: sis_core faster);\nidle-core misses and p99 wakeup latency as sis_core / lifo / random:\n");
+		printf("summary per load: the fastest and the slowest policy by throughput; sis_core against the "
+		       "others (+: sis_core faster):\n");
 		for (int li = 0; li < nl; li++)
 			summary_line(o->load_name, &all[li * np], np);
 	}

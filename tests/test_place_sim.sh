@@ -120,7 +120,7 @@ else
 	bad "--format json: $(head -c 200 "$TMP/json")"
 fi
 sim --format summary --summary --policies linear,sis_core,lifo,random >"$TMP/sum"
-if grep -q 'SIS_CORE vs linear scan' "$TMP/sum" && grep -q 'sis_core vs LIFO' "$TMP/sum"; then
+if grep -q 'sis_core vs linear ' "$TMP/sum" && grep -q 'sis_core vs LIFO' "$TMP/sum"; then
 	ok "--summary: the verdict lines"
 else
 	bad "--summary: $(cat "$TMP/sum")"
