@@ -314,7 +314,7 @@ static int parse_modes(const char *s, struct mode *m, int max)
 		bool ok = false;
 
 		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
-			if (strlen(known[k].name) == len && !strncmp(known[k].name, s, len)) {
+			if (opt_word_is(s, len, known[k].name)) {
 				m[n++] = known[k];
 				ok = true;
 			}
