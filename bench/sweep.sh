@@ -9,27 +9,34 @@
 #
 # A cell that misses either target is marked '*'. Virtual time, fixed seeds:
 # the same binary gives the same bytes. Run from the top of the tree or from
-# build/:   bench/sweep.sh [--sim PATH] [--runs N] [--raw DIR] [--shapes LIST]
+# build/:   bench/sweep.sh [--sim PATH] [--runs N] [--seed S] [--raw DIR]
+#                                    [--shapes LIST] [--policies LIST] [--model OPTS]
 #
 # --raw DIR keeps place-sim's TSV rows (every counter) for each shape and
-# workload; --shapes takes a comma list of shape names (smt1,...).
+# workload; --shapes takes a comma list of shape names (smt1,...); --model
+# passes machine-model options to place-sim (e.g. '--probe-ns 0': what the
+# decisions' cost accounts for).
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -eu
 
 sim=
 runs=3
+seed=1
 raw=
 only=
+model=
 policies=sis_core,linear,lifo,random
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sim) sim=$2; shift 2 ;;
 	--runs) runs=$2; shift 2 ;;
+	--seed) seed=$2; shift 2 ;;
 	--raw) raw=$2; shift 2 ;;
 	--shapes) only=$2; shift 2 ;;
 	--policies) policies=$2; shift 2 ;;
-	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+	--model) model=$2; shift 2 ;;
+	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
 	*) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -52,13 +59,16 @@ zen3|128|pack:2 [numa] l3:8(size=32MiB) l2:8(size=512KiB) l1d:1(size=32KiB) core
 # Tasks per core, in quarters: 0.25x 0.5x 1x 1.25x 1.5x 2x 4x.
 quarters='1 2 4 5 6 8 16'
 
-# hackbench: groups of 2 senders and 2 receivers (4 tasks), so that every
-# multiple is a whole number of groups on every shape. schbench: 2 message
-# threads, each with tasks/2 - 1 workers.
-loads() { # $1 = cores, $2 = tasks per load unit, $3 = units subtracted
+# hackbench: a group is a quarter of the cores in tasks (cores/8 senders and
+# as many receivers), so the multiples are 1, 2, 4, 5, 6, 8, 16 groups on
+# every shape; each sender sends 1600/k messages to each of its k receivers; hackbench
+# is chaotic near 1-2x (a seed moves a cell by 5%), so it runs 2 seeds more.
+# schbench: 2 message threads, each with tasks/2 - 1 workers, 200 rounds.
+groups() { echo "$quarters" | tr ' ' ','; }
+loads() { # $1 = cores: schbench's workers per message thread
 	out=
 	for q in $quarters; do
-		out="$out${out:+,}$(($1 * q / 4 / $2 - $3))"
+		out="$out${out:+,}$(($1 * q / 8 - 1))"
 	done
 	echo "$out"
 }
@@ -91,22 +101,37 @@ cells() {
 run() { # $1 = shape name, $2 = topology, $3 = workload, $4 = loads, then options
 	name=$1 topo=$2 wl=$3 ld=$4
 	shift 4
-	out=$("$sim" --topology "synthetic:$topo" --workload "$wl" --load "$ld" --runs "$runs" \
-		--policies "$policies" --format tsv --no-host-time --quiet "$@")
+	out=$("$sim" --topology "synthetic:$topo" --workload "$wl" --load "$ld" --runs "$runs" --seed "$seed" \
+		--policies "$policies" --format tsv --no-host-time --quiet $model "$@")
 	[ -z "$raw" ] || printf '%s\n' "$out" > "$raw/$name-$wl.tsv"
 	printf '%-6s %-9s' "$name" "$wl"
 	printf '%s\n' "$out" | cells
 }
 
 echo "# bench/sweep.sh: sis_core throughput / max(lifo, random) and wakeup p99 / lifo's;"
-echo "# '*' misses thr >= 0.98 or p99 <= 1.00. runs=$runs (median-time seed of $runs)."
+echo "# '*' misses thr >= 0.98 or p99 <= 1.00. Each row: the median-time run of seeds $seed..$((seed + runs - 1))"
+echo "# (hackbench: of seeds $seed..$((seed + runs + 1)))${model:+. Model: $model}."
 printf '%-16s' "shape workload"
 for q in $quarters; do
 	printf ' %11s' "$(awk -v q="$q" 'BEGIN { printf "%gx", q / 4 }')"
 done
 echo
-printf '%s\n' "$shapes" | while IFS='|' read -r name cores topo; do
+rows=$(printf '%s\n' "$shapes" | while IFS='|' read -r name cores topo; do
 	case ",$only," in ,,|*,"$name",*) ;; *) continue ;; esac
-	run "$name" "$topo" hackbench "$(loads "$cores" 4 0)" --senders 2 --receivers 2 --loops 100 --steal
-	run "$name" "$topo" schbench "$(loads "$cores" 2 1)" --msg-threads 2 --steal
-done
+	k=$((cores / 8))
+	run "$name" "$topo" hackbench "$(groups)" --senders $k --receivers $k --loops $((1600 / k)) --steal --runs $((runs + 2))
+	run "$name" "$topo" schbench "$(loads "$cores")" --msg-threads 2 --rounds 200 --steal
+done)
+printf '%s\n' "$rows"
+# The summary: cells meeting both targets, and the geometric mean of thr.
+printf '%s\n' "$rows" | awk '{
+	for (i = 3; i <= NF; i++) {
+		split($i, v, "/")
+		n++; lg += log(v[1])
+		if ($i ~ /\*/) miss++
+		if (v[1] + 0 < 0.98) slow++
+		if (v[2] + 0 > 1.0) late++
+	}
+} END {
+	if (n) printf "summary: %d of %d cells meet both targets (%d below 0.98 thr, %d above LIFO p99); thr geomean %.3f\n", n - miss, n, slow, late, exp(lg / n)
+}'
