@@ -126,6 +126,18 @@ else
 	bad "--summary: $(cat "$TMP/sum")"
 fi
 
+# bench/sweep.sh drives this binary (bare: the sweep is no memcheck target):
+# one shape and seed, twice: two rows of seven cells, the summary, the same bytes.
+SWEEP="${PLACE_TEST_SRCDIR:-tests}/../bench/sweep.sh"
+sh "$SWEEP" --sim "$TOOL_PLAIN" --shapes smt1 --runs 1 >"$TMP/sw1" 2>"$TMP/err.sw"
+sh "$SWEEP" --sim "$TOOL_PLAIN" --shapes smt1 --runs 1 >"$TMP/sw2" 2>>"$TMP/err.sw"
+if [ "$(grep -c '^smt1 ' "$TMP/sw1")" -eq 2 ] && grep -q '^summary: [0-9]* of 14 cells' "$TMP/sw1" &&
+	cmp -s "$TMP/sw1" "$TMP/sw2" && [ ! -s "$TMP/err.sw" ]; then
+	ok "bench/sweep.sh: 14 cells and a summary, the same bytes twice"
+else
+	bad "bench/sweep.sh: $(cat "$TMP/err.sw" "$TMP/sw1")"
+fi
+
 # expect_error NAME STATUS ARGS... (testlib.sh): exit STATUS, one "place-sim: " line, no stdout
 expect_error "unknown option" 2 --bogus
 expect_error "unknown workload" 2 --workload nope
