@@ -384,6 +384,14 @@ static bool has_idle_core(const struct wake *w, const struct place_llc *llc)
 	return place_load_32(&llc->has_idle_cores) != 0;
 }
 
+/* A scan hit at level: CLUSTER counts it when it was in the target's cluster. */
+static enum place_stat_id scan_hit(struct wake *w, const struct place_scan_iter *it, enum place_stat_id level)
+{
+	if (place__scan_in_cluster(it))
+		place__count(w->p, w->waker, w->tm->llc, PLACE_STAT_hit_cluster, 1);
+	return level;
+}
+
 /* EXACT (sched_ext style): the masks hold exactly the available CPUs and
  * whole cores, so every bit visited is a real candidate; no bound, no repair. */
 static enum place_stat_id scan_exact(struct wake *w, struct place_llc *llc, bool core)
@@ -398,12 +406,12 @@ static enum place_stat_id scan_exact(struct wake *w, struct place_llc *llc, bool
 
 		for (int i = 0; i < map_of(w, cpu)->smt; i++)
 			if (take(w, place__llc_cpu(w->p, map_of(w, cpu)->llc, pos + i)))
-				return PLACE_STAT_hit_idle_core;
+				return scan_hit(w, &it, PLACE_STAT_hit_idle_core);
 	}
 	it = place__scan_iter(llc->icpus, llc->weight, start, c);
 	while ((pos = place__scan_next(&it)) >= 0)
 		if (take(w, place__llc_cpu(w->p, map_of(w, w->target)->llc, pos)))
-			return PLACE_STAT_hit_idle_cpu;
+			return scan_hit(w, &it, PLACE_STAT_hit_idle_cpu);
 	return PLACE_STAT_hit_fallback;
 }
 
@@ -454,12 +462,9 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 		last_core = map_of(w, cpu)->core_lo;
 		if (!--nr)
 			break;
-		if (core ? scan_core(w, cpu, &fallback) : scan_sibling ? scan_smt(w, cpu) : take(w, cpu)) {
-			if (place__scan_in_cluster(&it))
-				place__count(w->p, w->waker, tm->llc, PLACE_STAT_hit_cluster, 1);
-			return core ? PLACE_STAT_hit_idle_core
-			       : w->cpu == cpu ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_sibling;
-		}
+		if (core ? scan_core(w, cpu, &fallback) : scan_sibling ? scan_smt(w, cpu) : take(w, cpu))
+			return scan_hit(w, &it, core ? PLACE_STAT_hit_idle_core
+					: w->cpu == cpu ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_sibling);
 	}
 	if (core && place_load_32(&llc->has_idle_cores))
 		place_store_32(&llc->has_idle_cores, 0); /* a full scan found no idle core */
