@@ -124,7 +124,7 @@ static const struct feat_def {
 };
 #define NR_FEATS ((int)(sizeof(feat_defs) / sizeof(feat_defs[0])))
 
-static const int load_defs[] = { 0, 50, 90, 99 };
+static const int load_defs[] = { 0, 50, 90, 99, 100 }; /* 100: only when asked (--load) */
 #define NR_LOADS ((int)(sizeof(load_defs) / sizeof(load_defs[0])))
 
 #define NR_TEMPLATES 512
@@ -1095,7 +1095,7 @@ static void print_targets(const struct row *rows, int nr)
 /* ------------------------------------------------------------------------ */
 /* Options and main                                                          */
 
-static const char *const load_names[NR_LOADS] = { "0", "50", "90", "99" };
+static const char *const load_names[NR_LOADS] = { "0", "50", "90", "99", "100" };
 
 static const char usage_text[] =
 	"usage: place-bench [options]\n"
@@ -1110,7 +1110,7 @@ static const char usage_text[] =
 	"                   round robin (default 0: no group); a NUMA decision needs\n"
 	"                   a waker on another node than prev: use --waker worker\n"
 	"  --topo LIST      of 16,64,256,1024 (default all)\n"
-	"  --load LIST      of 0,50,90,99 (default all)\n"
+	"  --load LIST      of 0,50,90,99,100 (default 0,50,90,99; 100: nothing idle)\n"
 	"  --policy LIST    of LINEAR,SIS_CORE,EXACT (default all)\n"
 	"  --waker W        none (default: PLACE_CPU_NONE) or worker (a random busy\n"
 	"                   CPU wakes; single-thread rows only)\n"
@@ -1237,7 +1237,7 @@ static const char *parse_opts(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .calls = 200000, .warmup = 20000, .cg_calls = 5000, .seed = 1,
 			    .features = PLACE_FEAT_DEFAULT, .contended = true,
-			    .topo_mask = ~0u, .load_mask = ~0u, .policy_mask = ~0u,
+			    .topo_mask = ~0u, .load_mask = 0xfu, .policy_mask = ~0u,
 			    .self = "/proc/self/exe" };
 	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1)
 		parse_opt(c, optarg, o, &one);

@@ -333,7 +333,9 @@ struct place {
 	bool widen;                   /* WIDEN on, a policy with idle masks (not LINEAR), LLCs > 1 */
 	bool cluster;                 /* CLUSTER on and some CPU has a cluster span */
 	struct place_span *clu;       /* [nr_cpus] each CPU's cluster in its LLC */
-	int *llc_node;                /* [nr_llcs] node of each LLC's first CPU */
+	int llc_words;                /* words of a mask of LLCs */
+	uint64_t *node_llcs;          /* [nr_nodes][words of nr_llcs] each node's LLCs (by
+	                               * their first CPU's node) */
 	/* The LLC summary, bit l = LLC l's mask may be non-empty. Set (RMW) by
 	 * whoever sets a mask bit that was clear, cleared (RMW) by a search
 	 * that saw the mask empty; read relaxed. Protocol in widen.h. */

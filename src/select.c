@@ -670,7 +670,7 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 PLACE_NOINLINE enum place_stat_id wake_widen(struct wake *w)
 {
 	struct place_hunt h = { .p = w->p, .t = w->t, .claim = w->claim, .cookies = w->cookies,
-				.cookie = w->cookie, .budget = PLACE_WIDEN_BUDGET };
+				.cookie = w->cookie };
 	bool found = place__widen(&h, w->target, w->group && w->p->numa_count, true);
 
 	w->probes += h.probes;

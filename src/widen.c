@@ -53,16 +53,19 @@ int place__widen_create(struct place *p)
 	const struct place_topo *t = p->topo;
 
 	p->clu = calloc((size_t)t->nr_cpus, sizeof(*p->clu));
-	p->llc_node = calloc((size_t)t->nr_llcs, sizeof(*p->llc_node));
+	p->node_llcs = calloc((size_t)t->nr_nodes * PLACE_MASK_WORDS(t->nr_llcs), sizeof(uint64_t));
 	p->llc_idle = aligned_alloc(PLACE_CACHELINE, (size_t)(PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 64);
-	if (!p->clu || !p->llc_node || !p->llc_idle)
+	if (!p->clu || !p->node_llcs || !p->llc_idle)
 		return -ENOMEM;
 	for (int i = 0; i < (PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 8; i++)
 		p->llc_idle[i] = 0;
 	for (int l = 0; l < t->nr_llcs; l++) {
 		p->llc_idle[l / 64] |= UINT64_C(1) << (l % 64); /* a hint: the first search repairs it */
-		p->llc_node[l] = p->map[place__llc_cpu(p, l, 0)].node;
+		int node = p->map[place__llc_cpu(p, l, 0)].node; /* its first CPU's */
+
+		p->node_llcs[node * PLACE_MASK_WORDS(t->nr_llcs) + l / 64] |= UINT64_C(1) << (l % 64);
 	}
+	p->llc_words = PLACE_MASK_WORDS(t->nr_llcs);
 	p->widen = place__feat(p, PLACE_FEAT_WIDEN) && p->policy != PLACE_POLICY_LINEAR && t->nr_llcs > 1;
 	for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
 		p->clu[cpu] = cluster_span(p, cpu);
@@ -75,7 +78,7 @@ int place__widen_create(struct place *p)
 void place__widen_destroy(struct place *p)
 {
 	free(p->clu);
-	free(p->llc_node);
+	free(p->node_llcs);
 	free(p->llc_idle);
 }
 
@@ -113,6 +116,7 @@ void place__mask_repair(struct place *p, int cpu, uint64_t *probes, uint64_t *fa
 }
 
 /* ---- the search -------------------------------------------------------- */
+
 
 /* cpu, seen in state s, for h: available, allowed, its core admits h's
  * cookie; claimed unless h only answers. A lost claim moves on. */
@@ -184,19 +188,16 @@ static const uint64_t *hunt_mask(const struct place *p, const struct place_llc *
 	return whole && p->policy == PLACE_POLICY_EXACT ? llc->icores : llc->icpus;
 }
 
-/* Visit the candidates of LLC l from position start (cluster c first when
- * given), one core each, while the budget lasts. */
-static bool hunt_llc(struct place_hunt *h, int l, int start, bool whole, const struct place_span *c)
+/* Visit the candidates of LLC l in mask from position start (cluster c
+ * first when given), one core each, while the budget lasts. */
+PLACE_NOINLINE bool hunt_llc(struct place_hunt *h, int l, const uint64_t *mask, int start, bool whole,
+			     const struct place_span *c)
 {
 	struct place *p = h->p;
 	struct place_llc *llc = &p->llc[l];
-	const uint64_t *mask = hunt_mask(p, llc, whole);
-	struct place_scan_iter it;
+	struct place_scan_iter it = place__scan_iter(mask, llc->weight, start, c);
 	int pos, last_core = -1, seen = 0;
 
-	if (!mask)
-		return false;
-	it = place__scan_iter(mask, llc->weight, start, c);
 	while (h->budget > 0 && (pos = place__scan_next(&it)) >= 0) {
 		int cpu = place__llc_cpu(p, l, pos);
 
@@ -216,37 +217,51 @@ static bool hunt_llc(struct place_hunt *h, int l, int start, bool whole, const s
 	return false;
 }
 
-/* One ring of LLCs (the target's node, or the others), summary bits from
- * the target's LLC on. */
-static bool hunt_ring(struct place_hunt *h, const struct place_cpu_map *tm, bool far, bool whole)
+/* One ring of LLCs (far 0: the target's node, 1: the others) whose summary
+ * bit is set, from the target's LLC on and wrapping, appended to out (at
+ * most PLACE_WIDEN_LLCS in all): one word at a time, the target's word
+ * twice (above the target first, below it last). */
+static int ring_order(const struct place *p, const struct place_cpu_map *tm, bool far, int *out, int n)
 {
-	struct place *p = h->p;
-	struct place_scan_iter it = place__scan_iter(p->llc_idle, p->topo->nr_llcs, tm->llc + 1, NULL);
-	int l;
+	int words = p->llc_words, w0 = (int)((unsigned)tm->llc / 64);
+	const uint64_t *node = &p->node_llcs[tm->node * words];
+	uint64_t self = UINT64_C(1) << ((unsigned)tm->llc % 64);
 
-	while (h->budget > 0 && (l = place__scan_next(&it)) >= 0) {
-		if (l == tm->llc || (p->llc_node[l] != tm->node) != far)
-			continue;
-		if (hunt_llc(h, l, tm->pos, whole, NULL))
-			return true;
+	for (int k = 0, i = w0; k <= words; k++, i = i + 1 < words ? i + 1 : 0) {
+		uint64_t bits = place_load_64(&p->llc_idle[i]) & (far ? ~node[i] : node[i]);
+
+		if (i == w0)
+			bits &= k == 0 ? ~(self | (self - 1)) : self - 1;
+		for (; bits && n < PLACE_WIDEN_LLCS; bits &= bits - 1)
+			out[n++] = i * 64 + __builtin_ctzll(bits);
 	}
-	return false;
+	return n;
 }
 
 /*
  * Beyond the target's LLC, in sched_ext's order: a whole idle core (cores)
  * in the target's node, then anywhere; an idle CPU in the node, then
  * anywhere (node_only: never off the node). Only LLCs whose summary bit is
- * set are visited, and at most h->budget mask bits (one core each) in all.
+ * set are visited (the summary read once), at most PLACE_WIDEN_LLCS of
+ * them, and at most PLACE_WIDEN_BUDGET mask bits (one core each) for a
+ * whole core, as many for an idle CPU.
  */
 bool place__widen(struct place_hunt *h, int target, bool node_only, bool cores)
 {
 	const struct place_cpu_map *tm = &h->p->map[target];
+	int llcs[PLACE_WIDEN_LLCS], n = ring_order(h->p, tm, false, llcs, 0);
 
-	for (int whole = cores; whole >= 0; whole--)
-		for (int far = 0; far <= !node_only; far++)
-			if (hunt_ring(h, tm, far, whole))
+	if (!node_only)
+		n = ring_order(h->p, tm, true, llcs, n);
+	for (int whole = cores; whole >= 0; whole--) {
+		h->budget = PLACE_WIDEN_BUDGET;
+		for (int j = 0; j < n && h->budget > 0; j++) {
+			const uint64_t *mask = hunt_mask(h->p, &h->p->llc[llcs[j]], whole);
+
+			if (mask && hunt_llc(h, llcs[j], mask, tm->pos, whole, NULL))
 				return true;
+		}
+	}
 	return false;
 }
 
@@ -263,6 +278,7 @@ static bool near_llc(struct place_hunt *h, int d)
 	struct place_scan_iter it;
 	int pos;
 
+	(void)llc;
 	for (int sib = p->sib_next[d]; sib != d; sib = p->sib_next[sib])
 		if (h->probes++, hunt_take(h, sib, place__state(p, sib)))
 			return true;
@@ -278,7 +294,7 @@ static bool near_llc(struct place_hunt *h, int d)
 
 PLACE_EXTERN int place_idle_near(place *p, int cpu, unsigned flags)
 {
-	struct place_hunt h = { .p = p, .budget = PLACE_WIDEN_BUDGET };
+	struct place_hunt h = { .p = p };
 	int d;
 	bool found;
 

@@ -47,8 +47,11 @@ struct place_hunt {
 };
 
 /* Mask bits a search beyond the target's LLC visits at most (each costs
- * the probes of one core): the bound at saturation besides the summary. */
+ * the probes of one core), looking for a whole idle core, then again for
+ * an idle CPU: the bound when the summary's hints are stale. */
 #define PLACE_WIDEN_BUDGET 8
+/* LLCs a search beyond the target's visits at most (nearest first). */
+#define PLACE_WIDEN_LLCS 64
 
 /* A bit of LLC l's mask went from clear to set: see the protocol above. */
 static inline void place__llc_idle_note(struct place *p, int l)
@@ -58,19 +61,16 @@ static inline void place__llc_idle_note(struct place *p, int l)
 }
 
 /* May an LLC other than l have an idle CPU (WIDEN's hint; one load for up
- * to 64 LLCs)? */
+ * to 64 LLCs)? No call: place_wakeup stays a leaf function. */
 static inline bool place__widen_elsewhere(const struct place *p, int l)
 {
-	int words = PLACE_MASK_WORDS(p->topo->nr_llcs);
+	unsigned own = (unsigned)l / 64;
 
-	for (int i = 0; i < words; i++) {
-		uint64_t w = place_load_64(&p->llc_idle[i]);
-
-		if (i == l / 64)
-			w &= ~(UINT64_C(1) << (l % 64));
-		if (w)
+	if (place_load_64(&p->llc_idle[own]) & ~(UINT64_C(1) << ((unsigned)l % 64)))
+		return true;
+	for (unsigned i = 0; p->llc_words > 1 && i < (unsigned)p->llc_words; i++)
+		if (i != own && place_load_64(&p->llc_idle[i]))
 			return true;
-	}
 	return false;
 }
 
@@ -85,56 +85,72 @@ static inline const struct place_span *place__cluster_of(const struct place *p, 
  * The LLC scan's order (for_each_cpu_wrap from start): without a cluster,
  * [start, nbits) then [0, start); with the target's cluster [lo, hi) first,
  * as the kernel's select_idle_cpu() since v6.7: [start, hi), [lo, start),
- * then the rest of the LLC from hi on, [hi, nbits), [0, lo).
+ * then the rest of the LLC from hi on, [hi, nbits), [0, lo). Scalars only,
+ * so that the scan keeps the iterator in registers.
  */
 struct place_scan_iter {
 	const uint64_t *w;
-	int seg[4][2]; /* [from, to) in visiting order */
-	int nseg, i;
-	int pos;       /* last position returned, -1 at a segment's start */
-	int in_cluster;/* segments before this one are the cluster's */
+	int nbits, start, lo, hi; /* lo == hi: no cluster */
+	int seg, nseg;            /* the segment visited (0 ..), of 2 or 4 */
+	int from, to;             /* what is left of it: [from, to) */
 };
+
+/* Enter segment it->seg. */
+static inline void place__scan_seg(struct place_scan_iter *it)
+{
+	bool c = it->nseg == 4;
+
+	switch (it->seg) {
+	case 0:
+		it->from = it->start, it->to = c ? it->hi : it->nbits;
+		break;
+	case 1:
+		it->from = c ? it->lo : 0, it->to = it->start;
+		break;
+	case 2:
+		it->from = it->hi, it->to = it->nbits;
+		break;
+	default:
+		it->from = 0, it->to = it->lo;
+		break;
+	}
+}
 
 static inline struct place_scan_iter place__scan_iter(const uint64_t *w, int nbits, int start,
 						       const struct place_span *c)
 {
-	struct place_scan_iter it = { .w = w, .pos = -1 };
+	struct place_scan_iter it = { .w = w, .nbits = nbits, .start = start, .nseg = 2 };
 
-	if (!c || start < c->lo || start > c->lo + c->n) {
-		if (start >= nbits)
-			start = 0;
-		it.seg[0][0] = start, it.seg[0][1] = nbits;
-		it.seg[1][0] = 0, it.seg[1][1] = start;
-		it.nseg = 2;
-		return it;
+	if (c && start >= c->lo && start <= c->lo + c->n) {
+		it.lo = c->lo;
+		it.hi = c->lo + c->n;
+		it.nseg = 4;
+	} else if (start >= nbits) {
+		it.start = 0;
 	}
-	it.seg[0][0] = start, it.seg[0][1] = c->lo + c->n;
-	it.seg[1][0] = c->lo, it.seg[1][1] = start;
-	it.seg[2][0] = c->lo + c->n, it.seg[2][1] = nbits;
-	it.seg[3][0] = 0, it.seg[3][1] = c->lo;
-	it.nseg = 4;
-	it.in_cluster = 2;
+	place__scan_seg(&it);
 	return it;
 }
 
 static inline int place__scan_next(struct place_scan_iter *it)
 {
-	while (it->i < it->nseg) {
-		int from = it->pos < 0 ? it->seg[it->i][0] : it->pos + 1;
-		int bit = place_mask_next(it->w, it->seg[it->i][1], from);
+	for (;;) {
+		int bit = place_mask_next(it->w, it->to, it->from);
 
-		if (bit >= 0)
-			return it->pos = bit;
-		it->i++;
-		it->pos = -1;
+		if (bit >= 0) {
+			it->from = bit + 1;
+			return bit;
+		}
+		if (++it->seg == it->nseg)
+			return -1;
+		place__scan_seg(it);
 	}
-	return -1;
 }
 
 /* Was the last position returned in the target's cluster? */
 static inline bool place__scan_in_cluster(const struct place_scan_iter *it)
 {
-	return it->i < it->in_cluster;
+	return it->nseg == 4 && it->seg < 2;
 }
 
 /* widen.c */
