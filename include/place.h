@@ -424,11 +424,17 @@ PLACE_EXTERN size_t place_task_size(void);
  * short task -> waker; wake_wide turns this off for 1:N wakers); then, in
  * that target's LLC: the target if idle, prev, t's recently used CPU, a
  * whole idle core (when one is hinted), an idle SMT sibling of prev, an idle
- * CPU (a bounded scan). A new task (PLACE_WAKE_NEW, or no usable previous
+ * CPU (a bounded scan); with PLACE_FEAT_CLUSTER, both scans try the
+ * target's cluster (CPUs under one L2 below the LLC) first. A new task (PLACE_WAKE_NEW, or no usable previous
  * CPU) starts in the LLC with the most idle CPUs; when no CPU is idle, on
  * the least loaded one (running plus queued tasks; the waker's LLC on a
  * tie), so a burst of new tasks spreads. Only registered CPUs
- * inside t->cpus are considered. When nothing idle is found the target
+ * inside t->cpus are considered. When nothing idle is found in the
+ * target's LLC and the target is not the waker's CPU (wake_affine's pull
+ * stays, as sched_ext keeps a SYNC wakee on the waker), PLACE_FEAT_WIDEN
+ * looks beyond it: a whole idle core in the target's node, then anywhere,
+ * then an idle CPU likewise (hit_widened; a task with a NUMA group stays
+ * on the target's node). When nothing idle is found the target
  * itself is returned (the task stacks there; counted in hit_fallback).
  *
  * Cookies (PLACE_FEAT_COOKIES). Every step skips idle CPUs whose core runs
@@ -640,7 +646,8 @@ typedef struct place_stats {
  * when llc is -1. Counters are summed from per-CPU slots without stopping
  * writers: each is exact, the set is not a single snapshot. A wakeup counts
  * in the waker's LLC, or, with PLACE_CPU_NONE, in the LLC it placed the task
- * in (schedstat counts on the waking CPU). hit_* add up to wakeups.
+ * in (schedstat counts on the waking CPU). hit_* add up to wakeups, but
+ * hit_cluster (a share of hit_idle_core, hit_idle_cpu and hit_sibling).
  * LLC ids are those of the creation topology (place_get_topo), whatever
  * place_set_topology did: counters of CPUs that left stay in their LLC.
  * -EINVAL p or out NULL, -ERANGE llc not -1 nor a dense LLC id. Any thread. */

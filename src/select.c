@@ -666,7 +666,8 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
  * sched_ext's order. A grouped task stays on the target's node. Not when
  * the target is the waker: wake_affine pulled t into the waker's cache on
  * purpose (SYNC, a short waker, the load), as sched_ext keeps a SYNC
- * wakee on the waker's CPU. */
+ * wakee on the waker's CPU; nor when the target runs a short task
+ * (place__widen_may). */
 PLACE_NOINLINE enum place_stat_id wake_widen(struct wake *w)
 {
 	struct place_hunt h = { .p = w->p, .t = w->t, .claim = w->claim, .cookies = w->cookies,
@@ -686,8 +687,7 @@ PLACE_NOINLINE enum place_stat_id wake_widen(struct wake *w)
 /* What is left once the level is known: stack if nothing idle, commit. */
 PLACE_INLINE int wake_finish(struct wake *w, enum place_stat_id level)
 {
-	if (level == PLACE_STAT_hit_fallback && w->p->widen && w->target != w->waker &&
-	    place__widen_elsewhere(w->p, w->tm->llc))
+	if (level == PLACE_STAT_hit_fallback && w->target != w->waker && place__widen_may(w->p, w->target, w->tm->llc))
 		level = ON_COPY(w, enum place_stat_id, wake_widen);
 	if (level == PLACE_STAT_hit_fallback)
 		level = stack_cpu(w); /* nothing idle: stack on the target */
@@ -868,7 +868,7 @@ PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes
 
 	if (!p->scan_bounded || place_load_32(&llc->nr_idle_scan) ||
 	    (llc->smt && place_load_32(&llc->has_idle_cores)) || !short_fits(p, r, prev) ||
-	    (p->widen && place__widen_elsewhere(p, m->llc))) /* WIDEN may find one elsewhere */
+	    place__widen_may(p, prev, m->llc)) /* WIDEN may find one elsewhere */
 		return false;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&

@@ -74,6 +74,21 @@ static inline bool place__widen_elsewhere(const struct place *p, int l)
 	return false;
 }
 
+/* Would WIDEN look beyond LLC l for a task that stacks on target: on, some
+ * other LLC may have an idle CPU, and target's running task is not known
+ * to be short (it ends within the kernel's migration cost, so waiting
+ * there is cheaper than a cold cache elsewhere: the kernel's balancer does
+ * not pull a cache-hot task either). */
+static inline bool place__widen_may(const struct place *p, int target, int l)
+{
+	uint64_t avg;
+
+	if (!p->widen || !place__widen_elsewhere(p, l))
+		return false;
+	avg = place_load_64(&p->cpu[target].curr_avg_ns);
+	return !avg || avg >= p->short_task_ns;
+}
+
 /* The target's cluster, when the scan should try it first (CLUSTER on and
  * the target in a cluster): its span, else NULL. */
 static inline const struct place_span *place__cluster_of(const struct place *p, int cpu)
