@@ -121,6 +121,10 @@ static const struct feat_def {
 #ifdef PLACE_FEAT_NUMA
 	{ "NUMA", PLACE_FEAT_NUMA },
 #endif
+#ifdef PLACE_FEAT_WIDEN
+	{ "WIDEN", PLACE_FEAT_WIDEN },
+	{ "CLUSTER", PLACE_FEAT_CLUSTER },
+#endif
 };
 #define NR_FEATS ((int)(sizeof(feat_defs) / sizeof(feat_defs[0])))
 
@@ -1105,7 +1109,7 @@ static const char usage_text[] =
 	"  --seed N         random seed (default 1)\n"
 	"  --features N     place_config.features (default PLACE_FEAT_DEFAULT)\n"
 	"  --without LIST   those features off, e.g. SIS_UTIL (of CLAIM, SCAN_SIBLING,\n"
-	"                   SHORT_AFFINE, WAKE_WIDE, SIS_UTIL, COOKIES, NUMA)\n"
+	"                   SHORT_AFFINE, WAKE_WIDE, SIS_UTIL, COOKIES, NUMA, WIDEN, CLUSTER)\n"
 	"  --groups N       tasks (and the busy CPUs' dummies) in NUMA groups 1..N,\n"
 	"                   round robin (default 0: no group); a NUMA decision needs\n"
 	"                   a waker on another node than prev: use --waker worker\n"
