@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "test_engine.h"
@@ -295,6 +296,84 @@ START_TEST(t_idle_near_thief_steals)
 }
 END_TEST
 
+/* Concurrent: each thread is the worker of its own CPUs (run, park) and a
+ * thief-waker (place_idle_near, then the thief's release) and a waker
+ * (claimed wakeups, started at once). Afterwards, all parked: no claim
+ * leaked, every non-empty LLC mask has its summary bit (the protocol of
+ * widen.h), and the thief query finds every other CPU. */
+#define NTHR 4
+#define TOPO_STRESS "synthetic:pack:2 [numa] l3:4 core:2 pu:2"
+
+struct stress {
+	struct env *e;
+	int id;
+};
+
+static void *stress_thread(void *arg)
+{
+	struct stress *st = arg;
+	struct env *e = st->e;
+	unsigned seed = (unsigned)st->id * 7919u + 1;
+
+	for (int i = 0; i < 20000; i++) {
+		int cpu = st->id + NTHR * (rand_r(&seed) % (e->nr_cpus / NTHR)); /* one of mine */
+		place_task *t = &e->task[st->id * 8 + rand_r(&seed) % 8];
+		int got;
+
+		switch (rand_r(&seed) % 3) {
+		case 0: /* my CPU runs a task and parks */
+			place__rec(t)->prev_cpu = cpu;
+			if (place_run_begin(e->p, cpu, t) == 0) {
+				place_run_end(e->p, cpu, t, PLACE_RUN_SLEEP);
+				place_idle_enter(e->p, cpu);
+			}
+			break;
+		case 1: /* wake a thief near some CPU; it releases at once */
+			got = place_idle_near(e->p, rand_r(&seed) % e->nr_cpus, 0);
+			if (got >= 0)
+				ck_assert_int_eq(place_claim_release(e->p, got), 0);
+			break;
+		default: /* a wakeup that claims; released (undeliverable) */
+			place__rec(t)->prev_cpu = cpu;
+			got = place_wakeup(e->p, t, PLACE_CPU_NONE, 0);
+			if (got >= 0 && place_task_claimed(e->p, t) == got)
+				place_claim_release(e->p, got);
+			place_task_forget(e->p, t);
+			break;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(t_widen_stress)
+{
+	struct env e;
+	struct stress st[NTHR];
+	pthread_t tid[NTHR];
+	int n = 0;
+
+	env_open(&e, TOPO_STRESS, policies[_i], PLACE_FEAT_DEFAULT, true);
+	for (int i = 0; i < NTHR; i++) {
+		st[i] = (struct stress){ &e, i };
+		ck_assert_int_eq(pthread_create(&tid[i], NULL, stress_thread, &st[i]), 0);
+	}
+	for (int i = 0; i < NTHR; i++)
+		pthread_join(tid[i], NULL);
+	for (int cpu = 0; cpu < e.nr_cpus; cpu++) {
+		ck_assert_int_eq(place_idle_enter(e.p, cpu), 0);
+		ck_assert_msg(env_available(&e, cpu), "CPU %d: state %#llx", cpu,
+			      (unsigned long long)env_state(&e, cpu));
+	}
+	for (int l = 0; l < e.p->topo->nr_llcs; l++)
+		if (place_mask_next(e.p->llc[l].icpus, e.p->llc[l].weight, 0) >= 0)
+			ck_assert_msg(e.p->llc_idle[0] & (UINT64_C(1) << l), "LLC %d's mask hides", l);
+	while (place_idle_near(e.p, 0, 0) >= 0)
+		n++;
+	ck_assert_int_eq(n, e.nr_cpus - 1);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *widen_suite(void)
 {
 	Suite *s = suite_create("widen");
@@ -309,6 +388,7 @@ static Suite *widen_suite(void)
 	tcase_add_loop_test(tc, t_cluster_first_core, 0, 2);
 	tcase_add_loop_test(tc, t_idle_near, 0, 2);
 	tcase_add_test(tc, t_idle_near_thief_steals);
+	tcase_add_loop_test(tc, t_widen_stress, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
