@@ -46,7 +46,7 @@ PLACE_NOINLINE void publish_exact(struct place *p, int cpu)
 	struct place_llc *llc = &p->llc[m->llc];
 
 	if (place_mask_set(llc->icpus, m->pos))
-		place__llc_idle_note(p, m->llc); /* WIDEN's summary (widen.h) */
+		place__llc_idle_note(llc); /* WIDEN's summary (widen.h) */
 	if (place__core_available(p, cpu))
 		place_mask_set(llc->icores, m->core_lo);
 }
@@ -70,7 +70,7 @@ PLACE_INLINE void idle_publish(struct place *p, int cpu, struct place_llc *llc)
 	if (p->policy == PLACE_POLICY_SIS_CORE) {
 		if (!place_mask_test(llc->icpus, m->pos) && !place_mask_any_in(llc->icpus, m->core_lo, m->smt) &&
 		    place_mask_set(llc->icpus, m->pos))
-			place__llc_idle_note(p, m->llc); /* WIDEN's summary (widen.h) */
+			place__llc_idle_note(llc); /* WIDEN's summary (widen.h) */
 	} else if (p->policy == PLACE_POLICY_EXACT) {
 		publish_exact(p, cpu);
 		return;

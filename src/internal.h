@@ -175,6 +175,10 @@ struct place_llc {
 	uint64_t *icores;
 	/* LINEAR: a constant all-ones mask, iterated like icpus. */
 	const uint64_t *span;
+	/* WIDEN's summary word holding this LLC's bit, and the bit (widen.h):
+	 * the idle edge reaches it from the LLC it has at hand. */
+	uint64_t *summary;
+	uint64_t summary_bit;
 
 	/* Set (relaxed, read first) by a CPU entering idle when its whole core
 	 * is available; cleared by a full idle-core scan that found no idle

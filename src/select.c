@@ -867,8 +867,7 @@ PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes
 	int recent;
 
 	if (!p->scan_bounded || place_load_32(&llc->nr_idle_scan) ||
-	    (llc->smt && place_load_32(&llc->has_idle_cores)) || !short_fits(p, r, prev) ||
-	    place__widen_may(p, prev, m->llc)) /* WIDEN may find one elsewhere */
+	    (llc->smt && place_load_32(&llc->has_idle_cores)) || !short_fits(p, r, prev))
 		return false;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
@@ -880,11 +879,15 @@ PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes
 	return true;
 }
 
-/* overloaded(): stack t on prev, closing the read section. */
-PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int prev, uint64_t probes)
+/* overloaded(): stack t on prev, closing the read section; unless WIDEN
+ * may find an idle CPU beyond prev's LLC: then the busy path, which ends
+ * there (tested here, out of place_wakeup, which stays lean). */
+PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t probes)
 {
 	struct place_task_rec *r = place__rec(t);
 
+	if (place__widen_may(p, prev, p->map[prev].llc))
+		return wake_prev_busy_unlock(p, t, flags, prev);
 	place__st_enqueue(&p->cpu[prev].state);
 	r->recent_used_cpu = r->prev_cpu;
 	return short_commit(p, r, prev, 0, PLACE_STAT_hit_fallback, probes);
@@ -917,7 +920,7 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 		return wake_prev_idle_unlock(p, t, flags, prev, state);
 	case PREV_BUSY:
 		if (overloaded(p, t, prev, &probes))
-			return wake_stack_unlock(p, t, prev, probes);
+			return wake_stack_unlock(p, t, flags, prev, probes);
 		return wake_prev_busy_unlock(p, t, flags, prev);
 	case WHOLE_PATH:
 		break;

@@ -61,6 +61,8 @@ int place__widen_create(struct place *p)
 		p->llc_idle[i] = 0;
 	for (int l = 0; l < t->nr_llcs; l++) {
 		p->llc_idle[l / 64] |= UINT64_C(1) << (l % 64); /* a hint: the first search repairs it */
+		p->llc[l].summary = &p->llc_idle[l / 64];
+		p->llc[l].summary_bit = UINT64_C(1) << (l % 64);
 		int node = p->map[place__llc_cpu(p, l, 0)].node; /* its first CPU's */
 
 		p->node_llcs[node * PLACE_MASK_WORDS(t->nr_llcs) + l / 64] |= UINT64_C(1) << (l % 64);
@@ -109,7 +111,7 @@ void place__mask_repair(struct place *p, int cpu, uint64_t *probes, uint64_t *fa
 		++*probes;
 		if (place__st_available(place__state(p, place__sibling(p, m, i)))) {
 			if (place_mask_set(llc->icpus, m->core_lo + i))
-				place__llc_idle_note(p, m->llc);
+				place__llc_idle_note(llc);
 			return;
 		}
 	}

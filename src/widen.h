@@ -53,11 +53,12 @@ struct place_hunt {
 /* LLCs a search beyond the target's visits at most (nearest first). */
 #define PLACE_WIDEN_LLCS 64
 
-/* A bit of LLC l's mask went from clear to set: see the protocol above. */
-static inline void place__llc_idle_note(struct place *p, int l)
+/* A bit of llc's mask went from clear to set: see the protocol above. */
+static inline void place__llc_idle_note(struct place_llc *llc)
 {
 	place_fence_rmw_load(); /* the mask RMW before the summary load */
-	place_mask_set(p->llc_idle, l);
+	if (!(place_load_64(llc->summary) & llc->summary_bit))
+		place_or_64(llc->summary, llc->summary_bit);
 }
 
 /* May an LLC other than l have an idle CPU (WIDEN's hint; one load for up
