@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -266,7 +267,12 @@ START_TEST(t_idle_near)
 	ck_assert_int_eq(env_wake(&e, t, PLACE_CPU_NONE, 0), 5);
 	ck_assert_int_eq(place_idle_near(NULL, 0, 0), -EINVAL);
 	ck_assert_int_eq(place_idle_near(e.p, 0, PLACE_WAKE_SYNC), -EINVAL);
-	ck_assert_int_eq(place_idle_near(e.p, 99, 0), -ENODEV);
+	ck_assert_int_eq(place_idle_near(e.p, 0, PLACE_WAKE_NEW), -EINVAL);
+	ck_assert_int_eq(place_idle_near(e.p, 0, ~0u), -EINVAL);
+	ck_assert_int_eq(place_idle_near(e.p, -1, 0), -ENODEV);
+	ck_assert_int_eq(place_idle_near(e.p, INT_MIN, 0), -ENODEV);
+	ck_assert_int_eq(place_idle_near(e.p, 16, 0), -ENODEV);
+	ck_assert(!env_available(&e, 6)); /* the refusals claimed nothing: 6 still ours */
 	env_close(&e);
 }
 END_TEST
