@@ -123,10 +123,14 @@ static const struct feat_def {
 #ifdef PLACE_FEAT_NUMA
 	{ "numa", PLACE_FEAT_NUMA },
 #endif
+#ifdef PLACE_FEAT_WIDEN
+	{ "widen", PLACE_FEAT_WIDEN },
+	{ "cluster", PLACE_FEAT_CLUSTER },
+#endif
 };
 #define NR_FEATS ((int)(sizeof(feat_defs) / sizeof(feat_defs[0])))
 
-static const int load_defs[] = { 0, 50, 90, 99 };
+static const int load_defs[] = { 0, 50, 90, 99, 100 }; /* 100: only when asked (--load) */
 #define NR_LOADS ((int)(sizeof(load_defs) / sizeof(load_defs[0])))
 
 #define NR_TEMPLATES 512
@@ -1100,7 +1104,6 @@ static void print_targets(const struct row *rows, int nr)
 /* ------------------------------------------------------------------------ */
 /* Options and main                                                          */
 
-
 static const char usage_text[] =
 	"usage: place-bench [options]\n"
 	"       place-bench [options] --one POLICY TOPO LOAD\n"
@@ -1109,12 +1112,14 @@ static const char usage_text[] =
 	"  --seed N         random seed (default 1)\n"
 	"  --features N     place_config.features as a number (default PLACE_FEAT_DEFAULT)\n"
 	"  --without LIST   those features off, e.g. sis_util (of claim, scan_sibling,\n"
-	"                   short_affine, wake_wide, sis_util, cookies, numa; any case)\n"
+	"                   short_affine, wake_wide, sis_util, cookies, numa, widen,\n"
+	"                   cluster; any case)\n"
 	"  --groups N       tasks (and the busy CPUs' dummies) in NUMA groups 1..N,\n"
 	"                   round robin (default 0: no group); a NUMA decision needs\n"
 	"                   a waker on another node than prev: use --waker worker\n"
 	"  --topo LIST      of 16,64,256,1024 (CPUs; default all)\n"
-	"  --load LIST      of 0,50,90,99 (per cent of the CPUs busy; default all)\n"
+	"  --load LIST      of 0,50,90,99,100 (per cent of the CPUs busy; default\n"
+	"                   0,50,90,99; 100: nothing idle)\n"
 	"  --policy LIST    of linear,sis_core,exact (any case; default all)\n"
 	"  --waker W        none (default: PLACE_CPU_NONE) or worker (a random busy\n"
 	"                   CPU wakes; single-thread rows only)\n"
@@ -1223,7 +1228,7 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static const char *const load_names[NR_LOADS] = { "0", "50", "90", "99" };
+static const char *const load_names[NR_LOADS] = { "0", "50", "90", "99", "100" };
 
 /* Options with a number: 0, or -1 after a message. */
 static int parse_number(int c, const char *arg, struct opts *o)
@@ -1291,7 +1296,7 @@ static const char *parse_opts(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .calls = 200000, .warmup = 20000, .cg_calls = 5000, .seed = 1,
 			    .features = PLACE_FEAT_DEFAULT, .contended = true,
-			    .topo_mask = ~0u, .load_mask = ~0u, .policy_mask = ~0u,
+			    .topo_mask = ~0u, .load_mask = 0xfu, .policy_mask = ~0u,
 			    .self = "/proc/self/exe" };
 	while ((c = opt_next(PROG, argc, argv, long_opts, usage_text, 1)) != -1)
 		if (parse_opt(c, optarg, o, &one) < 0)

@@ -223,7 +223,30 @@ enum place_policy {
  * each node (tasks and usable CPUs, rescanned from the node's per-CPU lines
  * at most once per util_period_ns); a NUMA move adds one compare-and-swap. */
 #define PLACE_FEAT_NUMA         (1u << 6)
-#define PLACE_FEAT_ALL          (0x7fu)
+/* Beyond the LLC (sched_ext's order): when the target's LLC has nothing
+ * idle for t, a whole idle core in the target's node, then anywhere; then
+ * an idle CPU in the node, then anywhere; claimed like any idle answer,
+ * counted in hit_widened. For runtimes without an idle balancer (the
+ * kernel has one to rescue a stacked task): on by default; turn it off
+ * when the runtime's thieves already pull work across LLCs. Bounded: it
+ * visits only LLCs whose idle mask may be non-empty (a per-instance
+ * summary, one bit per LLC, kept on the idle edges only when a mask bit
+ * changes from clear to set) and at most 8 mask bits (one core each) per
+ * wakeup: on a saturated machine one extra load. Honours t->cpus and
+ * cookies; a task with a NUMA group (and PLACE_FEAT_NUMA, more than one
+ * node) is widened within the target's node only, never off it: the
+ * group's node is where it should run. No effect with
+ * PLACE_POLICY_LINEAR (the kernel without idle masks) or a single LLC. */
+#define PLACE_FEAT_WIDEN        (1u << 7)
+/* Cluster first (the kernel's SD_CLUSTER scan, v6.7): where a cache below
+ * the LLC (an L2) or an hwloc Group ("Cluster", ARM) is shared by several
+ * but not all cores of the LLC, the idle-core and idle-CPU scans try the
+ * target's cluster before the rest of the LLC (from just after the target,
+ * wrapping within the cluster, then from the cluster's end). Scan hits
+ * inside the cluster are counted in hit_cluster. No effect where the
+ * topology has no cluster (most x86). */
+#define PLACE_FEAT_CLUSTER      (1u << 8)
+#define PLACE_FEAT_ALL          (0x1ffu)
 #define PLACE_FEAT_DEFAULT      PLACE_FEAT_ALL
 
 /* Time in nanoseconds from an arbitrary origin, non-decreasing. */
@@ -403,11 +426,17 @@ PLACE_EXTERN size_t place_task_size(void);
  * short task -> waker; wake_wide turns this off for 1:N wakers); then, in
  * that target's LLC: the target if idle, prev, t's recently used CPU, a
  * whole idle core (when one is hinted), an idle SMT sibling of prev, an idle
- * CPU (a bounded scan). A new task (PLACE_WAKE_NEW, or no usable previous
+ * CPU (a bounded scan); with PLACE_FEAT_CLUSTER, both scans try the
+ * target's cluster (CPUs under one L2 below the LLC) first. A new task (PLACE_WAKE_NEW, or no usable previous
  * CPU) starts in the LLC with the most idle CPUs; when no CPU is idle, on
  * the least loaded one (running plus queued tasks; the waker's LLC on a
  * tie), so a burst of new tasks spreads. Only registered CPUs
- * inside t->cpus are considered. When nothing idle is found the target
+ * inside t->cpus are considered. When nothing idle is found in the
+ * target's LLC and the target is not the waker's CPU (wake_affine's pull
+ * stays, as sched_ext keeps a SYNC wakee on the waker), PLACE_FEAT_WIDEN
+ * looks beyond it: a whole idle core in the target's node, then anywhere,
+ * then an idle CPU likewise (hit_widened; a task with a NUMA group stays
+ * on the target's node). When nothing idle is found the target
  * itself is returned (the task stacks there; counted in hit_fallback).
  *
  * Cookies (PLACE_FEAT_COOKIES). Every step skips idle CPUs whose core runs
@@ -554,6 +583,28 @@ PLACE_EXTERN int place_task_forget(place *p, place_task *t);
  * -ENOENT no worker registered on cpu. Any thread. */
 PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max);
 
+/* An idle CPU near cpu, claimed: for a runtime that wants to wake a parked
+ * thief to take work queued on cpu (no task yet, so no place_wakeup).
+ * Nearest first: an SMT sibling of cpu, then its cluster (see
+ * PLACE_FEAT_CLUSTER), the rest of its LLC, its NUMA node, the machine;
+ * cpu itself never. Inside cpu's LLC every candidate of the idle mask is
+ * looked at; beyond it, only LLCs whose mask may hold an idle CPU, at most
+ * 8 candidates in all (see PLACE_FEAT_WIDEN, which does not switch this
+ * call off). Returns the OS CPU, claimed like a wakeup's answer (no wakeup
+ * gets it, it is not idle for anyone) unless flags has PLACE_WAKE_NOCLAIM
+ * (answer only) or CLAIM is off.
+ * The claim belongs to no task, so no place_run_begin ends it: the woken
+ * thief (or whoever cannot wake it) ends it with place_claim_release(p,
+ * returned cpu), as its first step after it wakes, before it looks for
+ * work (it may find none; a task it steals then starts as any stolen task).
+ * Until then no wakeup sends a task there, which is the point: the CPU is
+ * spoken for. A claim never released keeps the CPU out of every search.
+ * -EINVAL p NULL or flags other than PLACE_WAKE_NOCLAIM, -ENODEV cpu not
+ * usable, -EAGAIN nothing idle was found (every CPU busy, claimed or
+ * without a worker, or the candidates beyond cpu's LLC ran out). Any
+ * thread; lock-free, allocation-free (one RCU read-side section). */
+PLACE_EXTERN int place_idle_near(place *p, int cpu, unsigned flags);
+
 /* ------------------------------------------------------------------------ */
 /* Statistics                                                                */
 
@@ -587,14 +638,19 @@ typedef struct place_stats {
 	                           * its load kept t on prev's node */
 	uint64_t numa_cooldown_skips; /* a cross-node move wanted within the cool-down */
 	uint64_t numa_cap_skips;  /* a NUMA move refused: the destination's cap was reached */
-	uint64_t reserved[3];
+	uint64_t hit_widened;     /* WIDEN: nothing idle in the target's LLC, an idle CPU
+	                           * beyond it (claimed unless NOCLAIM) */
+	uint64_t hit_cluster;     /* CLUSTER: idle-core or idle-CPU scan hits in the target's
+	                           * cluster (also counted in their own level) */
+	uint64_t reserved[1];
 } place_stats;
 
 /* Read the counters of LLC domain llc (its dense id), or of the whole instance
  * when llc is -1. Counters are summed from per-CPU slots without stopping
  * writers: each is exact, the set is not a single snapshot. A wakeup counts
  * in the waker's LLC, or, with PLACE_CPU_NONE, in the LLC it placed the task
- * in (schedstat counts on the waking CPU). hit_* add up to wakeups.
+ * in (schedstat counts on the waking CPU). hit_* add up to wakeups, but
+ * hit_cluster (a share of hit_idle_core, hit_idle_cpu and hit_sibling).
  * LLC ids are those of the creation topology (place_get_topo), whatever
  * place_set_topology did: counters of CPUs that left stay in their LLC.
  * -EINVAL p or out NULL, -ERANGE llc not -1 nor a dense LLC id. Any thread. */

@@ -17,6 +17,7 @@
 #include "idle.h"
 #include "internal.h"
 #include "numa.h"
+#include "widen.h"
 
 #define UTIL_ONE 1024      /* fixed point: 1024 = every registered CPU busy */
 #define SIS_UTIL_PCT 117   /* the kernel's imbalance_pct at the LLC: scanning stops near 85% */
@@ -44,7 +45,8 @@ PLACE_NOINLINE void publish_exact(struct place *p, int cpu)
 	const struct place_cpu_map *m = &p->map[cpu];
 	struct place_llc *llc = &p->llc[m->llc];
 
-	place_mask_set(llc->icpus, m->pos);
+	if (place_mask_set(llc->icpus, m->pos))
+		place__llc_idle_note(llc); /* WIDEN's summary (widen.h) */
 	if (place__core_available(p, cpu))
 		place_mask_set(llc->icores, m->core_lo);
 }
@@ -66,8 +68,9 @@ PLACE_INLINE void idle_publish(struct place *p, int cpu, struct place_llc *llc)
 	place_fence_rmw_load(); /* our IDLE/claim RMW before the mask loads; pairs with repair() */
 	/* SIS_CORE: own bit first, a claim or a run never clears it */
 	if (p->policy == PLACE_POLICY_SIS_CORE) {
-		if (!place_mask_test(llc->icpus, m->pos) && !place_mask_any_in(llc->icpus, m->core_lo, m->smt))
-			place_mask_set(llc->icpus, m->pos);
+		if (!place_mask_test(llc->icpus, m->pos) && !place_mask_any_in(llc->icpus, m->core_lo, m->smt) &&
+		    place_mask_set(llc->icpus, m->pos))
+			place__llc_idle_note(llc); /* WIDEN's summary (widen.h) */
 	} else if (p->policy == PLACE_POLICY_EXACT) {
 		publish_exact(p, cpu);
 		return;

@@ -175,6 +175,10 @@ struct place_llc {
 	uint64_t *icores;
 	/* LINEAR: a constant all-ones mask, iterated like icpus. */
 	const uint64_t *span;
+	/* WIDEN's summary word holding this LLC's bit, and the bit (widen.h):
+	 * the idle edge reaches it from the LLC it has at hand. */
+	uint64_t *summary;
+	uint64_t summary_bit;
 
 	/* Set (relaxed, read first) by a CPU entering idle when its whole core
 	 * is available; cleared by a full idle-core scan that found no idle
@@ -204,7 +208,8 @@ struct place_llc {
 	X(hit_idle_cpu) X(hit_sibling) X(hit_fallback) X(cpus_probed) X(false_positives)           \
 	X(lost_claims) X(hit_prev_smt) X(claims) X(claims_stolen) X(claims_released)               \
 	X(fail_prone_marks) X(idle_enters) X(cookie_refusals) X(forced_idle_ns) X(cookie_fallbacks) \
-	X(numa_moves) X(numa_kept) X(numa_cooldown_skips) X(numa_cap_skips)
+	X(numa_moves) X(numa_kept) X(numa_cooldown_skips) X(numa_cap_skips) X(hit_widened)          \
+	X(hit_cluster)
 
 enum place_stat_id {
 #define PLACE_STAT_ENUM(name) PLACE_STAT_##name,
@@ -328,6 +333,17 @@ struct place {
 	struct place_numa_node *numa_node; /* [nr_nodes] */
 	int *numa_node_start;         /* [nr_nodes + 1] CSR: the dense CPUs of each node */
 	int *numa_node_cpus;          /* [nr_cpus] */
+	/* WIDEN and CLUSTER (widen.h). Read-only after create but llc_idle. */
+	bool widen;                   /* WIDEN on, a policy with idle masks (not LINEAR), LLCs > 1 */
+	bool cluster;                 /* CLUSTER on and some CPU has a cluster span */
+	struct place_span *clu;       /* [nr_cpus] each CPU's cluster in its LLC */
+	int llc_words;                /* words of a mask of LLCs */
+	uint64_t *node_llcs;          /* [nr_nodes][words of nr_llcs] each node's LLCs (by
+	                               * their first CPU's node) */
+	/* The LLC summary, bit l = LLC l's mask may be non-empty. Set (RMW) by
+	 * whoever sets a mask bit that was clear, cleared (RMW) by a search
+	 * that saw the mask empty; read relaxed. Protocol in widen.h. */
+	uint64_t *llc_idle;
 };
 
 /* The hot paths keep their state in registers only when every helper that

@@ -15,6 +15,7 @@
 #include "idle.h"
 #include "internal.h"
 #include "numa.h"
+#include "widen.h"
 
 #define PLACE_FEAT(name, why) | PLACE_FEAT_##name
 _Static_assert((0
@@ -209,7 +210,7 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	err = place__numa_create(p, cfg->max_groups ? cfg->max_groups : DEFAULT_MAX_GROUPS,
 				 cfg->numa_move_cap ? cfg->numa_move_cap : DEFAULT_NUMA_MOVE_CAP,
 				 cfg->numa_cooldown_ns);
-	if (err)
+	if (err || (err = place__widen_create(p)))
 		goto fail;
 	*out = p;
 	return 0;
@@ -223,6 +224,7 @@ PLACE_EXTERN void place_destroy(place *p)
 	if (!p)
 		return;
 	place__numa_destroy(p);
+	place__widen_destroy(p);
 	free(p->words);
 	free(p->ext);
 	free(p->slot);

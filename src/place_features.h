@@ -24,3 +24,7 @@ PLACE_FEAT(SIS_UTIL, "bound the idle-CPU scan by the LLC's utilization")
 PLACE_FEAT(COOKIES, "tasks of different cookies never run at once on one core's SMT siblings")
 /* Consolidates groups on nodes (seed 003); costs grouped tasks a node-local atomic add per run edge. */
 PLACE_FEAT(NUMA, "cross-node wakeups prefer the node where the task's group runs most")
+/* No balancer rescues a stacked task in user space; costs one load when nothing is idle elsewhere. */
+PLACE_FEAT(WIDEN, "nothing idle in the target's LLC: an idle core, then CPU, in its node, then anywhere")
+/* Keeps a wakee under the target's L2 where clusters share one (SD_CLUSTER); no cost without clusters. */
+PLACE_FEAT(CLUSTER, "the LLC scans try the target's cluster first")

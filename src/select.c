@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "numa.h"
 #include "rcu.h"
+#include "widen.h"
 
 #define PLACE_WAKE_FLAGS (PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW)
 #define FLIP_DECAY_NS UINT64_C(1000000000) /* wakee flips halve every second, as the kernel's HZ */
@@ -293,33 +294,10 @@ PLACE_INLINE int wake_target(struct wake *w)
 
 /* ---- the LLC scan ------------------------------------------------------ */
 
-/*
- * False-positive repair (seed 001 patch 4): cpu's bit is set but nothing in
- * its core is available. Clear the bits of the whole core (a sibling's bit is
- * just as false), then look at the core again: a sibling may have entered
- * idle between our probes and the clear and, seeing a bit still set, not set
- * its own. idle_enter sets IDLE then reads the mask; we clear the bits then
- * read the states (both sequentially consistent): one of the two sees the
- * other, so an idle core never drops out of the mask.
- */
+/* False-positive repair (seed 001 patch 4): widen.c's, which WIDEN shares. */
 static void repair(struct wake *w, int cpu)
 {
-	const struct place_cpu_map *m = map_of(w, cpu);
-	struct place_llc *llc = &w->p->llc[m->llc];
-	uint64_t cleared = 0;
-
-	for (int i = 0; i < m->smt; i++)
-		cleared += place_mask_clear(llc->icpus, m->core_lo + i);
-	if (!cleared)
-		return;
-	w->false_pos += cleared;
-	place_fence_rmw_load(); /* the clears before the state loads; pairs with idle_enter */
-	for (int i = 0; i < m->smt; i++) {
-		if (place__st_available(probe(w, place__sibling(w->p, m, i)))) {
-			place_mask_set(llc->icpus, m->core_lo + i);
-			return;
-		}
-	}
+	place__mask_repair(w->p, cpu, &w->probes, &w->false_pos);
 }
 
 /*
@@ -406,25 +384,34 @@ static bool has_idle_core(const struct wake *w, const struct place_llc *llc)
 	return place_load_32(&llc->has_idle_cores) != 0;
 }
 
+/* A scan hit at level: CLUSTER counts it when it was in the target's cluster. */
+static enum place_stat_id scan_hit(struct wake *w, const struct place_scan_iter *it, enum place_stat_id level)
+{
+	if (place__scan_in_cluster(it))
+		place__count(w->p, w->waker, w->tm->llc, PLACE_STAT_hit_cluster, 1);
+	return level;
+}
+
 /* EXACT (sched_ext style): the masks hold exactly the available CPUs and
  * whole cores, so every bit visited is a real candidate; no bound, no repair. */
 static enum place_stat_id scan_exact(struct wake *w, struct place_llc *llc, bool core)
 {
 	int start = map_of(w, w->target)->pos + 1;
-	struct place_mask_iter it = place_mask_iter_init(llc->icores, llc->weight, start);
+	const struct place_span *c = place__cluster_of(w->p, w->target); /* CLUSTER: its own first */
+	struct place_scan_iter it = place__scan_iter(llc->icores, llc->weight, start, c);
 	int pos;
 
-	while (core && (pos = place_mask_iter_next(&it)) >= 0) {
+	while (core && (pos = place__scan_next(&it)) >= 0) {
 		int cpu = place__llc_cpu(w->p, map_of(w, w->target)->llc, pos);
 
 		for (int i = 0; i < map_of(w, cpu)->smt; i++)
 			if (take(w, place__llc_cpu(w->p, map_of(w, cpu)->llc, pos + i)))
-				return PLACE_STAT_hit_idle_core;
+				return scan_hit(w, &it, PLACE_STAT_hit_idle_core);
 	}
-	it = place_mask_iter_init(llc->icpus, llc->weight, start);
-	while ((pos = place_mask_iter_next(&it)) >= 0)
+	it = place__scan_iter(llc->icpus, llc->weight, start, c);
+	while ((pos = place__scan_next(&it)) >= 0)
 		if (take(w, place__llc_cpu(w->p, map_of(w, w->target)->llc, pos)))
-			return PLACE_STAT_hit_idle_cpu;
+			return scan_hit(w, &it, PLACE_STAT_hit_idle_cpu);
 	return PLACE_STAT_hit_fallback;
 }
 
@@ -451,7 +438,7 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 	struct place_llc *llc = w->tllc;
 	bool sis_core = w->p->policy == PLACE_POLICY_SIS_CORE, scan_sibling = false;
 	int nr = INT_MAX, fallback = -1, pos, last_core = -1;
-	struct place_mask_iter it;
+	struct place_scan_iter it;
 
 	if (w->p->policy == PLACE_POLICY_EXACT)
 		return scan_exact(w, llc, core);
@@ -462,8 +449,10 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 	if (sis_core && place__feat(w->p, PLACE_FEAT_SCAN_SIBLING))
 		scan_sibling = place_cas_32(&w->p->cpu[w->target].scan_sibling, 1, 0);
 
-	it = place_mask_iter_init(sis_core ? llc->icpus : llc->span, llc->weight, tm->pos + 1);
-	while ((pos = place_mask_iter_next(&it)) >= 0) {
+	/* CLUSTER: the target's cluster first, then the rest of the LLC */
+	it = place__scan_iter(sis_core ? llc->icpus : llc->span, llc->weight, tm->pos + 1,
+			      place__cluster_of(w->p, w->target));
+	while ((pos = place__scan_next(&it)) >= 0) {
 		int cpu = place__llc_cpu(w->p, tm->llc, pos);
 
 		if (!place__allowed(w->p, w->t, cpu) || (core && !sis_core && pos != map_of(w, cpu)->core_lo))
@@ -474,8 +463,8 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 		if (!--nr)
 			break;
 		if (core ? scan_core(w, cpu, &fallback) : scan_sibling ? scan_smt(w, cpu) : take(w, cpu))
-			return core ? PLACE_STAT_hit_idle_core
-			       : w->cpu == cpu ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_sibling;
+			return scan_hit(w, &it, core ? PLACE_STAT_hit_idle_core
+					: w->cpu == cpu ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_sibling);
 	}
 	if (core && place_load_32(&llc->has_idle_cores))
 		place_store_32(&llc->has_idle_cores, 0); /* a full scan found no idle core */
@@ -673,9 +662,33 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 	return m->os;
 }
 
+/* WIDEN (widen.c): nothing idle for t in the target's LLC; beyond it, in
+ * sched_ext's order. A grouped task stays on the target's node. Not when
+ * the target is the waker: wake_affine pulled t into the waker's cache on
+ * purpose (SYNC, a short waker, the load), as sched_ext keeps a SYNC
+ * wakee on the waker's CPU; nor when the target runs a short task
+ * (place__widen_may). */
+PLACE_NOINLINE enum place_stat_id wake_widen(struct wake *w)
+{
+	struct place_hunt h = { .p = w->p, .t = w->t, .claim = w->claim, .cookies = w->cookies,
+				.cookie = w->cookie };
+	bool found = place__widen(&h, w->target, w->group && w->p->numa_count, true);
+
+	w->probes += h.probes;
+	w->lost += h.lost;
+	w->false_pos += h.false_pos;
+	if (!found)
+		return PLACE_STAT_hit_fallback;
+	w->cpu = h.cpu;
+	w->gen = h.gen;
+	return PLACE_STAT_hit_widened;
+}
+
 /* What is left once the level is known: stack if nothing idle, commit. */
 PLACE_INLINE int wake_finish(struct wake *w, enum place_stat_id level)
 {
+	if (level == PLACE_STAT_hit_fallback && w->target != w->waker && place__widen_may(w->p, w->target, w->tm->llc))
+		level = ON_COPY(w, enum place_stat_id, wake_widen);
 	if (level == PLACE_STAT_hit_fallback)
 		level = stack_cpu(w); /* nothing idle: stack on the target */
 	return wake_commit(w, level);
@@ -866,11 +879,15 @@ PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes
 	return true;
 }
 
-/* overloaded(): stack t on prev, closing the read section. */
-PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int prev, uint64_t probes)
+/* overloaded(): stack t on prev, closing the read section; unless WIDEN
+ * may find an idle CPU beyond prev's LLC: then the busy path, which ends
+ * there (tested here, out of place_wakeup, which stays lean). */
+PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t probes)
 {
 	struct place_task_rec *r = place__rec(t);
 
+	if (place__widen_may(p, prev, p->map[prev].llc))
+		return wake_prev_busy_unlock(p, t, flags, prev);
 	place__st_enqueue(&p->cpu[prev].state);
 	r->recent_used_cpu = r->prev_cpu;
 	return short_commit(p, r, prev, 0, PLACE_STAT_hit_fallback, probes);
@@ -903,7 +920,7 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 		return wake_prev_idle_unlock(p, t, flags, prev, state);
 	case PREV_BUSY:
 		if (overloaded(p, t, prev, &probes))
-			return wake_stack_unlock(p, t, prev, probes);
+			return wake_stack_unlock(p, t, flags, prev, probes);
 		return wake_prev_busy_unlock(p, t, flags, prev);
 	case WHOLE_PATH:
 		break;

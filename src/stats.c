@@ -51,7 +51,7 @@ static uint64_t wakeups(const uint64_t *sum)
 	static const enum place_stat_id level[] = {
 		PLACE_STAT_hit_target,   PLACE_STAT_hit_prev,     PLACE_STAT_hit_recent,
 		PLACE_STAT_hit_idle_core, PLACE_STAT_hit_idle_cpu, PLACE_STAT_hit_sibling,
-		PLACE_STAT_hit_fallback, PLACE_STAT_hit_prev_smt,
+		PLACE_STAT_hit_fallback, PLACE_STAT_hit_prev_smt, PLACE_STAT_hit_widened,
 	};
 	uint64_t n = 0;
 

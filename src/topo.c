@@ -274,6 +274,7 @@ struct pu_rec {
 	int hw_node_os;
 	int hw_package;
 	int split_core; /* the Core when the LLC cache sits below it, else -1 */
+	int64_t cluster; /* key of its cluster object (depth, logical index), -1 if none */
 };
 
 static int idx(unsigned i)
@@ -351,6 +352,23 @@ static void fill_llc(struct pu_rec *r, hwloc_obj_t pu, hwloc_obj_t core)
 		r->llc_kind = PLACE_LLC_MACHINE;
 }
 
+/* The cluster (SD_CLUSTER): going up from the core, the first data/unified
+ * cache or Group (hwloc names ARM's clusters Groups of subtype "Cluster")
+ * that holds more CPUs than the core and fewer than the LLC. Machines with
+ * no such object (most x86: one L2 per core) have none. */
+static int64_t cluster_key(hwloc_obj_t pu, hwloc_obj_t core, hwloc_obj_t llc)
+{
+	hwloc_obj_t low = core ? core : pu;
+
+	if (!llc || !hwloc_bitmap_isincluded(low->cpuset, llc->cpuset))
+		return -1;
+	for (hwloc_obj_t o = low->parent; o && o != llc; o = o->parent)
+		if ((hwloc_obj_type_is_dcache(o->type) || o->type == HWLOC_OBJ_GROUP) &&
+		    !hwloc_bitmap_isequal(o->cpuset, low->cpuset) && !hwloc_bitmap_isequal(o->cpuset, llc->cpuset))
+			return ((int64_t)o->depth << 32) | (int64_t)o->logical_index;
+	return -1;
+}
+
 static void fill_rec(struct pu_rec *r, hwloc_obj_t pu)
 {
 	hwloc_obj_t core = ancestor_of_type(pu, HWLOC_OBJ_CORE);
@@ -363,6 +381,7 @@ static void fill_rec(struct pu_rec *r, hwloc_obj_t pu)
 	r->node_logical = node ? (int)node->logical_index : -1;
 	r->hw_node_os = node ? idx(node->os_index) : -1;
 	fill_llc(r, pu, core);
+	r->cluster = cluster_key(pu, core, top_dcache(pu));
 }
 
 /* Records of the usable PUs, in hwloc's logical order. */
@@ -486,7 +505,7 @@ static int64_t llc_key(const struct pu_rec *r)
 	}
 }
 
-enum { ID_CORE, ID_LLC, ID_NODE, ID_PKG, NR_IDS };
+enum { ID_CORE, ID_LLC, ID_NODE, ID_PKG, ID_CLUSTER, NR_IDS };
 
 /* ids[k][i]: dense id of kind k for the i-th record; nr[k] the counts. */
 static int assign_ids(const struct pu_rec *recs, int n, int *ids[NR_IDS], int nr[NR_IDS])
@@ -502,7 +521,8 @@ static int assign_ids(const struct pu_rec *recs, int n, int *ids[NR_IDS], int nr
 			const struct pu_rec *r = &recs[i];
 
 			keys[i] = k == ID_CORE ? core_key(r, i) : k == ID_LLC ? llc_key(r) :
-				  k == ID_NODE ? (int64_t)r->node_logical + 1 : r->hw_package;
+				  k == ID_NODE ? (int64_t)r->node_logical + 1 :
+				  k == ID_CLUSTER ? r->cluster : r->hw_package;
 		}
 		nr[k] = dense_ids(keys, n, ids[k]);
 		if (nr[k] < 0) {
@@ -560,6 +580,7 @@ static void fill_cpus(struct place_topo *t, const struct pu_rec *recs, int *ids[
 		c->llc = ids[ID_LLC][i];
 		c->node = ids[ID_NODE][i];
 		c->package = ids[ID_PKG][i];
+		c->cluster = ids[ID_CLUSTER][i];
 		c->llc_level = r->llc_level;
 		c->llc_kind = r->llc_kind;
 		c->hw_core = r->hw_core;
@@ -635,6 +656,7 @@ static int flatten(struct place_topo *t, const struct pu_rec *recs, int n)
 	t->nr_llcs = nr[ID_LLC];
 	t->nr_nodes = nr[ID_NODE];
 	t->nr_packages = nr[ID_PKG];
+	t->nr_clusters = nr[ID_CLUSTER];
 	t->cpu_limit = 0;
 	for (int i = 0; i < n; i++)
 		if (recs[i].os >= t->cpu_limit)

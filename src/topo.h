@@ -28,6 +28,7 @@ struct place_topo_cpu {
 	int hw_llc;
 	int hw_node_os;
 	int hw_package;
+	int cluster;    /* dense cluster id, -1 when none (see below) */
 };
 
 struct place_topo {
@@ -38,6 +39,11 @@ struct place_topo {
 	int nr_llcs;
 	int nr_nodes;
 	int nr_packages;
+	/* Clusters (the kernel's SD_CLUSTER): a cache below the LLC (or an hwloc
+	 * Group, as ARM's "Cluster") shared by more than one core of the LLC
+	 * and not by all of them; a CPU's cluster is the lowest such object
+	 * above its core. CPUs in none have cluster -1. */
+	int nr_clusters;
 	int *os_of;             /* [nr_cpus]   dense cpu -> OS number, ascending */
 	int *dense_of;          /* [cpu_limit] OS number -> dense cpu, -1 if unusable */
 	struct place_topo_cpu *cpu; /* [nr_cpus] */

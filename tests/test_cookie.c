@@ -279,7 +279,7 @@ START_TEST(t_fallback_compatible)
 	ck_assert_uint_eq(st.cookie_fallbacks, 3);
 	ck_assert_uint_eq(st.hit_fallback, 4);
 	ck_assert_uint_eq(st.hit_target + st.hit_prev + st.hit_recent + st.hit_idle_core + st.hit_idle_cpu +
-				  st.hit_sibling + st.hit_prev_smt + st.hit_fallback,
+				  st.hit_sibling + st.hit_prev_smt + st.hit_fallback + st.hit_widened,
 			  st.wakeups);
 	env_close(&e);
 }

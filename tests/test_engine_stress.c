@@ -206,7 +206,7 @@ START_TEST(t_claims_are_exclusive)
 	       (unsigned long)st.cpus_probed);
 	ck_assert_uint_eq(st.wakeups, (uint64_t)atomic_load(&g.wakeups));
 	ck_assert_uint_eq(st.hit_target + st.hit_prev + st.hit_recent + st.hit_idle_core + st.hit_idle_cpu +
-				  st.hit_sibling + st.hit_prev_smt + st.hit_fallback,
+				  st.hit_sibling + st.hit_prev_smt + st.hit_fallback + st.hit_widened,
 			  st.wakeups);
 	ck_assert_uint_eq(st.claims_released, (uint64_t)atomic_load(&g.releases));
 	ck_assert_uint_gt(st.claims, 100);

@@ -767,7 +767,7 @@ START_TEST(t_invariants)
 	ck_assert_int_eq(place_stats_read(g.p, -1, &st), 0);
 	ck_assert_uint_eq(st.wakeups, (uint64_t)(ops[OP_WAKE] - ops[OP_WAKE_ESRCH] + ops[OP_WAKE_NOCLAIM]));
 	ck_assert_uint_eq(st.hit_target + st.hit_prev + st.hit_recent + st.hit_idle_core + st.hit_idle_cpu +
-				  st.hit_sibling + st.hit_prev_smt + st.hit_fallback,
+				  st.hit_sibling + st.hit_prev_smt + st.hit_fallback + st.hit_widened,
 			  st.wakeups);
 	ck_assert_uint_eq(st.claims, (uint64_t)ops[OP_WAKE_CLAIMED]);
 	ck_assert_uint_eq(st.claims_released, (uint64_t)ops[OP_RELEASE]);

@@ -286,7 +286,8 @@ START_TEST(t_state_survives)
 	place_stats before, after;
 	uint64_t s20;
 
-	env_open(&e, U32, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	/* WIDEN off: it would send them to another LLC's idle CPU */
+	env_open(&e, U32, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_WIDEN, true);
 	place_task_init(&busy, 0, 0);
 	env_run(&e, 20, &busy);
 	for (int i = 0; i < 3; i++) /* 20 busy, its LLC busy too: tasks stack on it */

@@ -277,7 +277,7 @@ static void check_stats(const struct run *r)
 	CHECK(place_stats_read(r->p, -1, &tot) == 0);
 	CHECK(tot.wakeups == r->wakeups);
 	CHECK(tot.hit_target + tot.hit_prev + tot.hit_recent + tot.hit_idle_core + tot.hit_idle_cpu +
-		      tot.hit_sibling + tot.hit_fallback + tot.hit_prev_smt ==
+		      tot.hit_sibling + tot.hit_fallback + tot.hit_prev_smt + tot.hit_widened ==
 	      tot.wakeups);
 	CHECK(tot.claims <= tot.wakeups);
 	for (int i = 0; i < r->nr_llcs; i++) {

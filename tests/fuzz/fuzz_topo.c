@@ -269,7 +269,7 @@ static void check_engine(const place_topo *t)
 	CHECK(place_stats_read(p, -1, &st) == 0);
 	CHECK(st.wakeups == 2);
 	CHECK(st.hit_target + st.hit_prev + st.hit_recent + st.hit_idle_core + st.hit_idle_cpu +
-		      st.hit_sibling + st.hit_fallback + st.hit_prev_smt ==
+		      st.hit_sibling + st.hit_fallback + st.hit_prev_smt + st.hit_widened ==
 	      st.wakeups);
 	for (int l = 0; l < place_topo_nr_llcs(t); l++)
 		CHECK(place_stats_read(p, l, &st) == 0);

@@ -1,0 +1,319 @@
+/*
+ * Beyond the target's LLC (WIDEN), the cluster spans (CLUSTER) and the
+ * task-less thief query place_idle_near(). See widen.h for the LLC summary
+ * that bounds the search.
+ *
+ * WIDEN is sched_ext's order (scx_select_cpu_dfl()) after the kernel's LLC
+ * search found nothing: a whole idle core in the target's node, then
+ * anywhere; an idle CPU in the node, then anywhere. The kernel leaves that
+ * to its idle balancer; a runtime has none, so the task would stack.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cookie.h"
+#include "idle.h"
+#include "internal.h"
+#include "rcu.h"
+#include "widen.h"
+
+/* ---- setup ------------------------------------------------------------- */
+
+/* cpu's cluster span in its LLC: the positions of its cluster's CPUs, if
+ * they are contiguous (cores are, in hwloc's order) and hold more than its
+ * core and less than the LLC; else none. O(LLC) per CPU, at create. */
+static struct place_span cluster_span(const struct place *p, int cpu)
+{
+	const struct place_topo *t = p->topo;
+	const struct place_cpu_map *m = &p->map[cpu];
+	int id = t->cpu[cpu].cluster, lo = -1, hi = -1, n = 0;
+	struct place_span none = { 0, 0 };
+
+	if (id < 0)
+		return none;
+	for (int pos = 0; pos < p->llc[m->llc].weight; pos++) {
+		if (t->cpu[place__llc_cpu(p, m->llc, pos)].cluster != id)
+			continue;
+		if (lo < 0)
+			lo = pos;
+		hi = pos;
+		n++;
+	}
+	if (hi - lo + 1 != n || n <= m->smt || n >= p->llc[m->llc].weight)
+		return none;
+	return (struct place_span){ lo, n };
+}
+
+int place__widen_create(struct place *p)
+{
+	const struct place_topo *t = p->topo;
+
+	p->clu = calloc((size_t)t->nr_cpus, sizeof(*p->clu));
+	p->node_llcs = calloc((size_t)t->nr_nodes * PLACE_MASK_WORDS(t->nr_llcs), sizeof(uint64_t));
+	p->llc_idle = aligned_alloc(PLACE_CACHELINE, (size_t)(PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 64);
+	if (!p->clu || !p->node_llcs || !p->llc_idle)
+		return -ENOMEM;
+	for (int i = 0; i < (PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 8; i++)
+		p->llc_idle[i] = 0;
+	for (int l = 0; l < t->nr_llcs; l++) {
+		p->llc_idle[l / 64] |= UINT64_C(1) << (l % 64); /* a hint: the first search repairs it */
+		p->llc[l].summary = &p->llc_idle[l / 64];
+		p->llc[l].summary_bit = UINT64_C(1) << (l % 64);
+		int node = p->map[place__llc_cpu(p, l, 0)].node; /* its first CPU's */
+
+		p->node_llcs[node * PLACE_MASK_WORDS(t->nr_llcs) + l / 64] |= UINT64_C(1) << (l % 64);
+	}
+	p->llc_words = PLACE_MASK_WORDS(t->nr_llcs);
+	p->widen = place__feat(p, PLACE_FEAT_WIDEN) && p->policy != PLACE_POLICY_LINEAR && t->nr_llcs > 1;
+	for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
+		p->clu[cpu] = cluster_span(p, cpu);
+		if (p->clu[cpu].n && place__feat(p, PLACE_FEAT_CLUSTER))
+			p->cluster = true;
+	}
+	return 0;
+}
+
+void place__widen_destroy(struct place *p)
+{
+	free(p->clu);
+	free(p->node_llcs);
+	free(p->llc_idle);
+}
+
+/* ---- repair (shared with select.c) ------------------------------------- */
+
+/*
+ * False-positive repair (seed 001 patch 4): cpu's bit is set but nothing in
+ * its core is available. Clear the bits of the whole core (a sibling's bit is
+ * just as false), then look at the core again: a sibling may have entered
+ * idle between our probes and the clear and, seeing a bit still set, not set
+ * its own. idle_enter sets IDLE then reads the mask; we clear the bits then
+ * read the states (both sequentially consistent): one of the two sees the
+ * other, so an idle core never drops out of the mask.
+ */
+void place__mask_repair(struct place *p, int cpu, uint64_t *probes, uint64_t *false_pos)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+	struct place_llc *llc = &p->llc[m->llc];
+	uint64_t cleared = 0;
+
+	for (int i = 0; i < m->smt; i++)
+		cleared += place_mask_clear(llc->icpus, m->core_lo + i);
+	if (!cleared)
+		return;
+	*false_pos += cleared;
+	place_fence_rmw_load(); /* the clears before the state loads; pairs with idle_enter */
+	for (int i = 0; i < m->smt; i++) {
+		++*probes;
+		if (place__st_available(place__state(p, place__sibling(p, m, i)))) {
+			if (place_mask_set(llc->icpus, m->core_lo + i))
+				place__llc_idle_note(llc);
+			return;
+		}
+	}
+}
+
+/* ---- the search -------------------------------------------------------- */
+
+
+/* cpu, seen in state s, for h: available, allowed, its core admits h's
+ * cookie; claimed unless h only answers. A lost claim moves on. */
+static bool hunt_take(struct place_hunt *h, int cpu, uint64_t s)
+{
+	struct place *p = h->p;
+
+	if (!place__st_available(s) || (h->t && !place__allowed(p, h->t, cpu)))
+		return false;
+	if (h->cookies && !place__cookie_admits(p, cpu, h->cookie))
+		return false;
+	if (h->claim && !place__st_claim(&p->cpu[cpu].state, s, &h->gen)) {
+		h->lost++;
+		return false;
+	}
+	if (h->claim && p->policy == PLACE_POLICY_EXACT)
+		place__exact_unpublish(p, cpu); /* claimed is not idle */
+	h->cpu = cpu;
+	return true;
+}
+
+/* The core of mask CPU cpu: cpu when the whole core is available (whole),
+ * else any available CPU of it (the core granule hides siblings). A core
+ * with nothing available is a false positive: repaired (SIS_CORE). */
+static bool hunt_core(struct place_hunt *h, int cpu, bool whole)
+{
+	struct place *p = h->p;
+	const struct place_cpu_map *m = &p->map[cpu];
+	int avail = 0;
+
+	for (int i = 0; i < m->smt; i++) {
+		int sib = place__sibling(p, m, i);
+		uint64_t s = place__state(p, sib);
+
+		h->probes++;
+		if (!place__st_available(s))
+			continue;
+		avail++;
+		if (!whole && hunt_take(h, sib, s))
+			return true;
+	}
+	if (whole && avail == m->smt)
+		return h->probes++, hunt_take(h, cpu, place__state(p, cpu));
+	if (!avail && p->policy == PLACE_POLICY_SIS_CORE)
+		place__mask_repair(p, cpu, &h->probes, &h->false_pos);
+	return false;
+}
+
+/* LLC l's mask was seen empty: clear its summary bit, then look again (the
+ * protocol of widen.h). */
+static void summary_clear(struct place *p, int l)
+{
+	if (!place_mask_clear(p->llc_idle, l))
+		return;
+	place_fence_rmw_load(); /* the summary clear before the mask loads */
+	if (place_mask_next(p->llc[l].icpus, p->llc[l].weight, 0) >= 0)
+		place_mask_set(p->llc_idle, l);
+}
+
+/* The mask a search visits in LLC l: whole cores (EXACT's icores; the
+ * others' idle mask when an idle core is hinted), else idle CPUs. NULL when
+ * there is nothing to look for. */
+static const uint64_t *hunt_mask(const struct place *p, const struct place_llc *llc, bool whole)
+{
+	if (whole && (!llc->smt || (p->policy != PLACE_POLICY_EXACT && !place_load_32(&llc->has_idle_cores))))
+		return NULL;
+	if (p->policy == PLACE_POLICY_LINEAR)
+		return llc->span; /* no mask: every core, within the budget */
+	return whole && p->policy == PLACE_POLICY_EXACT ? llc->icores : llc->icpus;
+}
+
+/* Visit the candidates of LLC l in mask from position start (cluster c
+ * first when given), one core each, while the budget lasts. */
+PLACE_NOINLINE bool hunt_llc(struct place_hunt *h, int l, const uint64_t *mask, int start, bool whole,
+			     const struct place_span *c)
+{
+	struct place *p = h->p;
+	struct place_llc *llc = &p->llc[l];
+	struct place_scan_iter it = place__scan_iter(mask, llc->weight, start, c);
+	int pos, last_core = -1, seen = 0;
+
+	while (h->budget > 0 && (pos = place__scan_next(&it)) >= 0) {
+		int cpu = place__llc_cpu(p, l, pos);
+
+		if (p->map[cpu].core_lo == last_core)
+			continue; /* a sibling's bit: its core was just examined */
+		last_core = p->map[cpu].core_lo;
+		seen++;
+		h->budget--;
+		if (hunt_core(h, cpu, whole))
+			return true;
+	}
+	if (!seen && !whole && p->policy != PLACE_POLICY_LINEAR)
+		summary_clear(p, l);
+	else if (whole && h->budget > 0 && p->policy == PLACE_POLICY_SIS_CORE &&
+		 place_load_32(&llc->has_idle_cores))
+		place_store_32(&llc->has_idle_cores, 0); /* a full scan found no idle core */
+	return false;
+}
+
+/* One ring of LLCs (far 0: the target's node, 1: the others) whose summary
+ * bit is set, from the target's LLC on and wrapping, appended to out (at
+ * most PLACE_WIDEN_LLCS in all): one word at a time, the target's word
+ * twice (above the target first, below it last). */
+static int ring_order(const struct place *p, const struct place_cpu_map *tm, bool far, int *out, int n)
+{
+	int words = p->llc_words, w0 = (int)((unsigned)tm->llc / 64);
+	const uint64_t *node = &p->node_llcs[tm->node * words];
+	uint64_t self = UINT64_C(1) << ((unsigned)tm->llc % 64);
+
+	for (int k = 0, i = w0; k <= words; k++, i = i + 1 < words ? i + 1 : 0) {
+		uint64_t bits = place_load_64(&p->llc_idle[i]) & (far ? ~node[i] : node[i]);
+
+		if (i == w0)
+			bits &= k == 0 ? ~(self | (self - 1)) : self - 1;
+		for (; bits && n < PLACE_WIDEN_LLCS; bits &= bits - 1)
+			out[n++] = i * 64 + __builtin_ctzll(bits);
+	}
+	return n;
+}
+
+/*
+ * Beyond the target's LLC, in sched_ext's order: a whole idle core (cores)
+ * in the target's node, then anywhere; an idle CPU in the node, then
+ * anywhere (node_only: never off the node). Only LLCs whose summary bit is
+ * set are visited (the summary read once), at most PLACE_WIDEN_LLCS of
+ * them, and at most PLACE_WIDEN_BUDGET mask bits (one core each) for a
+ * whole core, as many for an idle CPU.
+ */
+bool place__widen(struct place_hunt *h, int target, bool node_only, bool cores)
+{
+	const struct place_cpu_map *tm = &h->p->map[target];
+	int llcs[PLACE_WIDEN_LLCS], n = ring_order(h->p, tm, false, llcs, 0);
+
+	if (!node_only)
+		n = ring_order(h->p, tm, true, llcs, n);
+	for (int whole = cores; whole >= 0; whole--) {
+		h->budget = PLACE_WIDEN_BUDGET;
+		for (int j = 0; j < n && h->budget > 0; j++) {
+			const uint64_t *mask = hunt_mask(h->p, &h->p->llc[llcs[j]], whole);
+
+			if (mask && hunt_llc(h, llcs[j], mask, tm->pos, whole, NULL))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* ---- the thief query --------------------------------------------------- */
+
+/* Near d inside its LLC: its SMT siblings, then its cluster, then the rest
+ * of the LLC (the whole mask: no budget; a thief query is no wakeup). */
+static bool near_llc(struct place_hunt *h, int d)
+{
+	struct place *p = h->p;
+	const struct place_cpu_map *m = &p->map[d];
+	struct place_llc *llc = &p->llc[m->llc];
+	const uint64_t *mask = hunt_mask(p, llc, false);
+	struct place_scan_iter it;
+	int pos;
+
+	(void)llc;
+	for (int sib = p->sib_next[d]; sib != d; sib = p->sib_next[sib])
+		if (h->probes++, hunt_take(h, sib, place__state(p, sib)))
+			return true;
+	it = place__scan_iter(mask, llc->weight, m->pos + 1, p->clu[d].n ? &p->clu[d] : NULL);
+	while ((pos = place__scan_next(&it)) >= 0) {
+		int cpu = place__llc_cpu(p, m->llc, pos);
+
+		if (p->map[cpu].core_lo != m->core_lo && hunt_core(h, cpu, false))
+			return true;
+	}
+	return false;
+}
+
+PLACE_EXTERN int place_idle_near(place *p, int cpu, unsigned flags)
+{
+	struct place_hunt h = { .p = p };
+	int d;
+	bool found;
+
+	if (!p || (flags & ~PLACE_WAKE_NOCLAIM))
+		return -EINVAL;
+	d = place__dense(p, cpu);
+	if (d < 0)
+		return -ENODEV;
+	h.claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
+	if (!place__read_ready())
+		place__read_register();
+	place__read_lock();
+	found = near_llc(&h, d) || (p->topo->nr_llcs > 1 && place__widen(&h, d, false, false));
+	place__read_unlock(p);
+	if (h.lost)
+		place__count(p, -1, p->map[d].llc, PLACE_STAT_lost_claims, h.lost);
+	if (h.false_pos)
+		place__count(p, -1, p->map[d].llc, PLACE_STAT_false_positives, h.false_pos);
+	return found ? p->map[h.cpu].os : -EAGAIN;
+}
