@@ -712,8 +712,11 @@ START_TEST(t_forget_gives_back)
 END_TEST
 
 /*
- * place_wakeup's short paths (no waker, no cpu_set_t: prev idle, claim it;
- * prev busy in an overloaded LLC, stack on it) answer as the general path.
+ * place_wakeup's short paths (no cpu_set_t: prev idle, claim it; prev busy
+ * in an overloaded LLC, stack on it; with a worker waker, after
+ * wake_target()'s choice) answer as the general path. Wakers are running
+ * workers (their tasks' wakee flips, compared too, decide wake_wide) or
+ * nobody.
  * Two instances take the same steps; the tasks of the second carry a
  * cpu_set_t of every CPU, which sends each of their wakeups down the general
  * path. Every answer, state word, mask, statistic (total and per LLC) and
@@ -728,9 +731,11 @@ END_TEST
 static const char *const agree_topos[] = { TOPO_2LLC8, "synthetic:pack:1 l3:2 core:8 pu:1",
 					   "synthetic:pack:1 l3:2 core:2 pu:4", "fixtures/hybrid.xml" };
 
-/* Wakeups that met a short path's conditions (instance a only). */
+/* Wakeups that met a short path's conditions (instance a only); worker:
+ * those of a worker waker with a usable prev and nothing queued (its short
+ * path's conditions), affine: those sent to that waker's CPU. */
 struct agree_seen {
-	int prev_idle, overloaded;
+	int prev_idle, overloaded, worker, affine;
 };
 
 static unsigned agree_rand(unsigned *seed)
@@ -752,23 +757,31 @@ static void agree_check(struct env *a, struct env *b, const char *what, int step
 		ck_assert_msg(env_mask(a, l) == env_mask(b, l), "%s step %d: llc %d mask", what, step, l);
 		ck_assert_msg(env_llc(a, l)->icores[0] == env_llc(b, l)->icores[0], "%s step %d: llc %d icores",
 			      what, step, l);
-		if (step % 64)
+		if (step % 64 && !getenv("AGREE_EVERY"))
 			continue;
 		ck_assert_int_eq(place_stats_read(a->p, l, &sa), 0);
 		ck_assert_int_eq(place_stats_read(b->p, l, &sb), 0);
-		ck_assert_msg(memcmp(&sa, &sb, sizeof(sa)) == 0, "%s step %d: llc %d statistics", what, step, l);
+		for (size_t k = 0; k < sizeof(sa) / sizeof(uint64_t); k++)
+			ck_assert_msg(((const uint64_t *)&sa)[k] == ((const uint64_t *)&sb)[k],
+				      "%s step %d: llc %d statistic %zu: %lu vs %lu", what, step, l, k,
+				      (unsigned long)((const uint64_t *)&sa)[k], (unsigned long)((const uint64_t *)&sb)[k]);
 	}
 	for (int i = 0; i < NR_TASKS; i++) {
 		const struct place_task_rec *ra = place__rec(&a->task[i]), *rb = place__rec(&b->task[i]);
 
 		ck_assert_msg(ra->prev_cpu == rb->prev_cpu && ra->recent_used_cpu == rb->recent_used_cpu &&
-				      ra->queued_cpu == rb->queued_cpu && ra->claim_gen == rb->claim_gen,
+				      ra->queued_cpu == rb->queued_cpu && ra->claim_gen == rb->claim_gen &&
+				      ra->wakee_flips == rb->wakee_flips && ra->flip_decay_ns == rb->flip_decay_ns &&
+				      (ra->last_wakee ? (const place_task *)ra->last_wakee - a->task : -1) ==
+					      (rb->last_wakee ? (const place_task *)rb->last_wakee - b->task : -1),
 			      "%s step %d: task %d record", what, step, i);
 	}
 }
 
-/* Would a short path decide t's wakeup (no waker, nothing queued)? */
-static void agree_note(struct env *e, place_task *t, int cpu, struct agree_seen *seen, int *idle, int *over)
+/* Would a short path decide t's wakeup (nothing queued; no waker for
+ * *idle and *over)? */
+static void agree_note(struct env *e, place_task *t, int cpu, int waker, struct agree_seen *seen, int *idle,
+		       int *over)
 {
 	const struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
 	uint64_t s = env_state(e, cpu);
@@ -776,6 +789,10 @@ static void agree_note(struct env *e, place_task *t, int cpu, struct agree_seen 
 	*idle = *over = 0;
 	if (!seen || place__rec(t)->queued_cpu >= 0 || !place__st_usable(s))
 		return;
+	if (waker != PLACE_CPU_NONE) {
+		seen->worker++;
+		return;
+	}
 	*idle = place__st_available(s);
 	*over = !*idle && e->p->scan_bounded && !llc->nr_idle_scan && !(llc->smt && llc->has_idle_cores);
 }
@@ -783,7 +800,7 @@ static void agree_note(struct env *e, place_task *t, int cpu, struct agree_seen 
 /* One step, drawn by r; *answer gets what its call returned (INT_MIN: none). */
 static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen *seen)
 {
-	int cpu = (int)(r % (unsigned)e->nr_cpus), i = (int)((r >> 4) % 32), idle, over;
+	int cpu = (int)(r % (unsigned)e->nr_cpus), i = (int)((r >> 4) % 32), idle, over, waker;
 	place_task *dummy = &e->task[48 + cpu % 16], *t = &e->task[i];
 	struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
 	const uint64_t *ext = e->p->ext[e->p->map[cpu].llc].v;
@@ -815,11 +832,16 @@ static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen
 		else if (!e->p->cpu[cpu].curr)
 			*answer = place_worker_unregister(e->p, cpu);
 		break;
-	default: /* wake t, its prev drawn; give it up at once, or not */
+	default: /* wake t, its prev drawn, by a running worker or nobody; give it up at once, or not */
 		place__rec(t)->prev_cpu = cpu;
-		agree_note(e, t, cpu, seen, &idle, &over);
+		waker = (int)((r >> 20) % (unsigned)e->nr_cpus);
+		if ((r >> 26) % 2 || !e->p->cpu[waker].curr || !place__st_usable(env_state(e, waker)))
+			waker = PLACE_CPU_NONE;
+		agree_note(e, t, cpu, waker, seen, &idle, &over);
 		memcpy(before, ext, sizeof(before)); /* no waker: counted in prev's LLC's external slot */
-		*answer = place_wakeup(e->p, t, PLACE_CPU_NONE, (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0);
+		*answer = place_wakeup(e->p, t, waker, (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0);
+		if (seen && waker != PLACE_CPU_NONE)
+			seen->affine += *answer == waker && waker != cpu;
 		if (seen) {
 			seen->prev_idle += idle && *answer == cpu && ext[PLACE_STAT_hit_target] > before[PLACE_STAT_hit_target];
 			seen->overloaded += over && ext[PLACE_STAT_hit_fallback] > before[PLACE_STAT_hit_fallback];
@@ -839,7 +861,7 @@ START_TEST(t_short_paths_agree)
 	int policy = policies[_i % 3];
 	unsigned feat = feats[_i / 3 % 3];
 	char path[PATH_MAX], source[PATH_MAX + 8], what[256];
-	struct agree_seen seen = { 0, 0 };
+	struct agree_seen seen = { 0, 0, 0, 0 };
 	struct env a, b;
 	cpu_set_t all;
 	unsigned seed = 4242 + (unsigned)_i;
@@ -877,6 +899,8 @@ START_TEST(t_short_paths_agree)
 		      what, seen.prev_idle);
 	ck_assert_msg(seen.overloaded > 20 * steps / 2560 || policy == PLACE_POLICY_EXACT,
 		      "%s: %d overloaded stacks", what, seen.overloaded);
+	ck_assert_msg(seen.worker > 50 * steps / 2560 && seen.affine > 5 * steps / 2560,
+		      "%s: %d worker wakeups, %d to the waker's CPU", what, seen.worker, seen.affine);
 	env_close(&a);
 	env_close(&b);
 }
