@@ -393,6 +393,16 @@ PLACE_EXTERN size_t place_task_size(void);
 #define PLACE_WAKE_SYNC    (1u << 0) /* the waker is about to sleep */
 #define PLACE_WAKE_NOCLAIM (1u << 1) /* answer only: claim nothing */
 #define PLACE_WAKE_NEW     (1u << 2) /* first placement: no previous CPU */
+/* The waker hands its CPU to t (the kernel's WF_CURRENT_CPU): it is about to
+ * stop (sleep, wait, exit) and t should run next on its CPU, as a user-level
+ * thread switch does. t goes to waker_cpu, queued (counted in nr_running),
+ * never claimed, when its cpu_set_t allows that CPU, a worker serves it and
+ * (COOKIES) its core admits t's cookie or runs nothing but the waker;
+ * otherwise the usual rules decide. Needs a waker_cpu (else -EINVAL).
+ * Counted in hit_target and affine_wakeups. SYNC alone keeps the kernel's
+ * meaning: the waker's CPU is the target, but an idle prev or idle CPU of
+ * its LLC is preferred to it. */
+#define PLACE_WAKE_CURRENT (1u << 3)
 
 /* Task t became runnable: returns the OS CPU whose worker should run it.
  *

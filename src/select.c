@@ -21,7 +21,7 @@
 #include "numa.h"
 #include "rcu.h"
 
-#define PLACE_WAKE_FLAGS (PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW)
+#define PLACE_WAKE_FLAGS (PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW | PLACE_WAKE_CURRENT)
 #define FLIP_DECAY_NS UINT64_C(1000000000) /* wakee flips halve every second, as the kernel's HZ */
 #define IMBALANCE_PCT 117                  /* the kernel's LLC-level sd->imbalance_pct */
 
@@ -647,7 +647,8 @@ PLACE_INLINE int wake_init_args(struct wake *w, place *p, place_task *t, int wak
 	struct place_task_rec *r;
 	int waker;
 
-	if (!p || !(r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) || (t->cpus && !t->cpus_size))
+	if (!p || !(r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) || (t->cpus && !t->cpus_size) ||
+	    ((flags & PLACE_WAKE_CURRENT) && waker_cpu == PLACE_CPU_NONE))
 		return -EINVAL;
 	waker = place__dense(p, waker_cpu);
 	if (waker_cpu != PLACE_CPU_NONE && waker < 0)
@@ -720,6 +721,38 @@ PLACE_INLINE int wake_from_target(struct wake *w)
 	return scan_finish(&copy, level == SCAN_CORES);
 }
 
+/*
+ * PLACE_WAKE_CURRENT (the kernel's WF_CURRENT_CPU): the waker hands its CPU
+ * to t, which then goes there, queued behind the waker and not claimed (the
+ * CPU is busy until the waker stops), when t may run there: its cpu_set_t
+ * allows the CPU, a worker serves it, and (COOKIES) its core admits t's
+ * cookie or runs nothing but the waker, which is leaving. The wakee is
+ * recorded first, as the kernel does. Otherwise the usual path decides.
+ */
+PLACE_NOINLINE bool handoff(struct wake *w)
+{
+	struct place *p = w->p;
+	int waker = w->waker;
+	struct place_task_rec *wr;
+
+	if (!place__allowed(p, w->t, waker) || !place__st_usable(probe(w, waker)))
+		return false;
+	if (w->cookies && !place__cookie_admits(p, waker, w->cookie)) {
+		uint64_t occ[2];
+
+		place_load_64_2(place__occ(p, waker), occ);
+		if (occ[PLACE_OCC_COUNT] != 1 || !p->cpu[waker].curr)
+			return false; /* a sibling runs another cookie */
+	}
+	wr = waker_rec(p, waker);
+	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE) && !(w->flags & PLACE_WAKE_NOCLAIM))
+		record_wakee(p, waker, wr, w->t);
+	place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1);
+	w->cpu = waker;
+	w->claim = false; /* counted unclaimed: the CPU is the waker's until it stops */
+	return true;
+}
+
 /* The whole path: wake_target() then select_idle_sibling(), as the kernel. */
 PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
@@ -730,6 +763,8 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 		return err;
 	if (w.r->queued_cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM) && !ON_COPY(&w, bool, drop_stale_delivery))
 		return -ESRCH;
+	if ((flags & PLACE_WAKE_CURRENT) && handoff(&w))
+		return wake_commit(&w, PLACE_STAT_hit_target);
 	w.target = wake_target(&w);
 	if (w.target < 0)
 		return -ESRCH; /* no usable CPU (changed nothing, or raced an unregister) */
@@ -954,6 +989,41 @@ PLACE_NOINLINE int wake_affine_unlock(place *p, place_task *t, int waker, unsign
 }
 
 /*
+ * PLACE_WAKE_CURRENT from a worker (waker dense), for t with nothing
+ * queued and no cpu_set_t: handoff()'s answer and nothing else, counted as
+ * the whole path counts it (its probes: prev's in wake_init(), the
+ * waker's). Anything else (a cookie that the waker's core does not admit,
+ * a group the instance refuses, a waker no longer usable, other flags) the
+ * whole path decides.
+ */
+PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int waker)
+{
+	struct place_task_rec *r = place__task_rec(t), *wr;
+	uint64_t probes = 1, *v;
+	int os;
+
+	if (!r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
+	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker))
+		return wakeup_unlock(p, t, waker_cpu, flags);
+	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
+		probes++;
+	wr = waker_rec(p, waker);
+	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
+		record_wakee(p, waker, wr, t);
+	place__st_enqueue(&p->cpu[waker].state);
+	os = p->map[waker].os;
+	r->queued_cpu = os;
+	r->claim_gen = 0;
+	v = p->slot[waker].v;
+	place_count_64(&v[PLACE_STAT_affine_wakeups], 1);
+	place_count_64(&v[PLACE_STAT_hit_target], 1);
+	place_count_64(&v[PLACE_STAT_cpus_probed], probes);
+	place_count_64(&v[PLACE_STAT_unclaimed], 1);
+	place__read_unlock(p);
+	return os;
+}
+
+/*
  * A worker waker (waker_cpu, a registered worker's CPU): wake_target()'s
  * choice, then the short paths as above, with the waker's statistics slot.
  * A group the instance refuses, or a cross-node waker of a grouped task
@@ -968,6 +1038,8 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	enum glance g;
 	uint32_t group;
 
+	if (waker >= 0 && (flags & PLACE_WAKE_CURRENT))
+		return wake_handoff_unlock(p, t, waker_cpu, flags, waker);
 	if (waker < 0 || (g = glance(p, t, flags, &prev, &state)) == WHOLE_PATH)
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	r = place__rec(t);

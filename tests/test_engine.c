@@ -240,6 +240,43 @@ START_TEST(t_sync_goes_to_waker)
 }
 END_TEST
 
+/* PLACE_WAKE_CURRENT: the waker hands its CPU to t, even with t's prev idle
+ * in its LLC (where SYNC alone sends it, as the kernel does); queued, not
+ * claimed. Not when t's cpu_set_t forbids that CPU or a sibling runs
+ * another cookie (the waker's own cookie does not count: it is leaving);
+ * never without a waker. Policy by policy. */
+START_TEST(t_handoff)
+{
+	struct env e;
+	place_task *t, *waker = &e.task[40], *sib = &e.task[41];
+	cpu_set_t set;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	ck_assert_int_eq(place_task_set_cookie(waker, 7), 0);
+	env_run(&e, 0, waker); /* CPUs 0 and 1 are a core */
+	t = env_task_on(&e, 1, 4);
+	ck_assert_int_eq(env_wake(&e, t, 0, PLACE_WAKE_SYNC), 4);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_int_eq(env_wake(&e, t, 0, PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT), 0);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 0)), 1);
+	ck_assert_int_eq(place_task_claimed(e.p, t), PLACE_CPU_NONE);
+	ck_assert_uint_eq(env_stats(&e).claims, 1);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	CPU_ZERO(&set);
+	CPU_SET(4, &set);
+	ck_assert_int_eq(place_task_set_cpus(t, &set, sizeof(set)), 0);
+	ck_assert_int_eq(env_wake(&e, t, 0, PLACE_WAKE_CURRENT), 4);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_int_eq(place_task_set_cpus(t, NULL, 0), 0);
+	ck_assert_int_eq(place_task_set_cookie(sib, 7), 0);
+	env_run(&e, 1, sib);
+	ck_assert_int_ne(env_wake(&e, t, 0, PLACE_WAKE_CURRENT), 0);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_int_eq(place_wakeup(e.p, t, PLACE_CPU_NONE, PLACE_WAKE_CURRENT), -EINVAL);
+	env_close(&e);
+}
+END_TEST
+
 /* Give the task running on cpu a short history: three runs of 100 us. */
 static void make_short(struct env *e, int cpu, place_task *t)
 {
@@ -801,6 +838,7 @@ static void agree_note(struct env *e, place_task *t, int cpu, int waker, struct 
 static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen *seen)
 {
 	int cpu = (int)(r % (unsigned)e->nr_cpus), i = (int)((r >> 4) % 32), idle, over, waker;
+	unsigned flags;
 	place_task *dummy = &e->task[48 + cpu % 16], *t = &e->task[i];
 	struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
 	const uint64_t *ext = e->p->ext[e->p->map[cpu].llc].v;
@@ -839,7 +877,10 @@ static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen
 			waker = PLACE_CPU_NONE;
 		agree_note(e, t, cpu, waker, seen, &idle, &over);
 		memcpy(before, ext, sizeof(before)); /* no waker: counted in prev's LLC's external slot */
-		*answer = place_wakeup(e->p, t, waker, (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0);
+		flags = (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0;
+		if (waker != PLACE_CPU_NONE && (r >> 27) % 4 == 0)
+			flags |= PLACE_WAKE_CURRENT; /* a hand-off */
+		*answer = place_wakeup(e->p, t, waker, flags);
 		if (seen && waker != PLACE_CPU_NONE)
 			seen->affine += *answer == waker && waker != cpu;
 		if (seen) {
@@ -919,6 +960,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_repair_and_sibling_rescan);
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
+	tcase_add_loop_test(tc, t_handoff, 0, 3);
 	tcase_add_test(tc, t_short_task_never_stacks_on_two);
 	tcase_add_test(tc, t_scan_bound);
 	tcase_add_test(tc, t_util_is_run_time);
