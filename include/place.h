@@ -403,6 +403,15 @@ PLACE_EXTERN size_t place_task_size(void);
  * meaning: the waker's CPU is the target, but an idle prev or idle CPU of
  * its LLC is preferred to it. */
 #define PLACE_WAKE_CURRENT (1u << 3)
+/* With PLACE_WAKE_NEW: spread the new task as the kernel's fork balancing
+ * does (the LLC with the most idle CPUs, else the least loaded CPU), for a
+ * long-lived, independent task (a process, a service loop). Without it a
+ * task created by a worker (NEW with a waker_cpu) starts near its creator
+ * (see place_wakeup), which is what fine-grained fork-join wants. A flag,
+ * not a feature bit: one runtime creates both kinds, and the creator knows
+ * which one each is. NEW without a waker always spreads (there is no
+ * creator to stay near). No effect without NEW. */
+#define PLACE_WAKE_SPREAD  (1u << 4)
 
 /* Task t became runnable: returns the OS CPU whose worker should run it.
  *
@@ -411,10 +420,15 @@ PLACE_EXTERN size_t place_task_size(void);
  * short task -> waker; wake_wide turns this off for 1:N wakers); then, in
  * that target's LLC: the target if idle, prev, t's recently used CPU, a
  * whole idle core (when one is hinted), an idle SMT sibling of prev, an idle
- * CPU (a bounded scan). A new task (PLACE_WAKE_NEW, or no usable previous
- * CPU) starts in the LLC with the most idle CPUs; when no CPU is idle, on
- * the least loaded one (running plus queued tasks; the waker's LLC on a
- * tie), so a burst of new tasks spreads. Only registered CPUs
+ * CPU (a bounded scan). A task created by a worker (PLACE_WAKE_NEW with a
+ * waker_cpu that t may use, without PLACE_WAKE_SPREAD) starts near its
+ * creator: the same steps as if it had last run on the waker's CPU (that
+ * CPU if idle, a whole idle core of its LLC, an idle SMT sibling of the
+ * waker, an idle CPU of its LLC), else it is queued on the waker's CPU.
+ * Any other new task (NEW without a waker, NEW with SPREAD, or no usable
+ * previous CPU) starts in the LLC with the most idle CPUs; when no CPU is
+ * idle, on the least loaded one (running plus queued tasks; the waker's
+ * LLC on a tie), so a burst of new tasks spreads. Only registered CPUs
  * inside t->cpus are considered. When nothing idle is found the target
  * itself is returned (the task stacks there; counted in hit_fallback).
  *

@@ -21,7 +21,8 @@
 #include "numa.h"
 #include "rcu.h"
 
-#define PLACE_WAKE_FLAGS (PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW | PLACE_WAKE_CURRENT)
+#define PLACE_WAKE_FLAGS                                                                          \
+	(PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW | PLACE_WAKE_CURRENT | PLACE_WAKE_SPREAD)
 #define FLIP_DECAY_NS UINT64_C(1000000000) /* wakee flips halve every second, as the kernel's HZ */
 #define IMBALANCE_PCT 117                  /* the kernel's LLC-level sd->imbalance_pct */
 
@@ -286,6 +287,20 @@ PLACE_NOINLINE int new_target(struct wake *w)
 	return best.cpu;
 }
 
+/* A task created by a worker (NEW with a waker, not SPREAD) starts near its
+ * creator: select_idle_sibling() as if it had last run on the creator's
+ * CPU (the target): that CPU if idle, a whole idle core of its LLC when one
+ * is hinted, an idle SMT sibling of the creator, an idle CPU of its LLC
+ * (the bounded scan), else queued on the creator's CPU. A fork-join
+ * runtime's children stay in the creator's cache and thieves spread them;
+ * SPREAD keeps the kernel's fork balancing (new_target()). */
+PLACE_INLINE int fork_local(struct wake *w)
+{
+	w->prev = w->waker;
+	w->prev_state = probe(w, w->waker);
+	return w->waker;
+}
+
 PLACE_INLINE int wake_target(struct wake *w)
 {
 	bool waker_ok = w->waker >= 0 && usable(w, w->waker);
@@ -295,6 +310,8 @@ PLACE_INLINE int wake_target(struct wake *w)
 	if (waker_ok)
 		choice = affine_choice(w->p, w->t, w->r, w->waker, w->prev, w->flags, &probes);
 	w->probes = probes;
+	if (w->prev < 0 && waker_ok && (w->flags & (PLACE_WAKE_NEW | PLACE_WAKE_SPREAD)) == PLACE_WAKE_NEW)
+		return fork_local(w);
 	if (w->prev < 0)
 		return ON_COPY(w, int, new_target);
 	/* NUMA groups: across nodes, the group decides (numa.c) */

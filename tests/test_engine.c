@@ -712,7 +712,35 @@ START_TEST(t_new_tasks_spread_when_busy)
 			      queued[cpu]);
 		ck_assert_uint_eq(place__st_queued(env_state(&e, cpu)), 2);
 	}
-	ck_assert_int_ge(env_wake(&e, &e.task[16], 5, PLACE_WAKE_NEW), 4); /* a tie: the waker's LLC */
+	ck_assert_int_ge(env_wake(&e, &e.task[16], 5, PLACE_WAKE_NEW | PLACE_WAKE_SPREAD), 4); /* a tie: the waker's LLC */
+	env_close(&e);
+}
+END_TEST
+
+/* Fork-local (NEW with a waker): a fork-join creator on CPU 0 of LLC 0
+ * keeps its children in its LLC while LLC 1 sits idle (an idle core, then
+ * idle CPUs, then queued on the creator's CPU); SPREAD and a creator-less
+ * NEW spread to the idlest LLC, as before. Policy by policy. */
+START_TEST(t_fork_local)
+{
+	struct env e;
+	int cpu;
+
+	env_open(&e, TOPO_2LLC, policies[_i], PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 0, &e.task[32]); /* the creator */
+	for (int i = 0; i < 6; i++) {
+		cpu = env_wake(&e, &e.task[i], 0, PLACE_WAKE_NEW);
+		ck_assert_msg(cpu < 4, "%s: child %d went to cpu %d, out of the creator's LLC", policy_name[_i], i,
+			      cpu);
+		if (env_available(&e, cpu) || !(env_state(&e, cpu) & PLACE_ST_CLAIMED) || cpu == 0)
+			continue;
+		env_run(&e, cpu, &e.task[i]); /* the child runs where it was sent */
+	}
+	ck_assert_uint_ge(place__st_queued(env_state(&e, 0)), 1); /* the LLC full: queued on the creator */
+	cpu = env_wake(&e, &e.task[10], 0, PLACE_WAKE_NEW | PLACE_WAKE_SPREAD);
+	ck_assert_msg(cpu >= 4, "%s: SPREAD went to %d", policy_name[_i], cpu);
+	cpu = env_wake(&e, &e.task[11], PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	ck_assert_msg(cpu >= 4, "%s: no creator went to %d", policy_name[_i], cpu);
 	env_close(&e);
 }
 END_TEST
@@ -975,6 +1003,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_stats_per_llc);
 	tcase_add_loop_test(tc, t_rewake_before_run, 0, 3);
 	tcase_add_loop_test(tc, t_new_tasks_spread_when_busy, 0, 3);
+	tcase_add_loop_test(tc, t_fork_local, 0, 3);
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
 	tcase_add_loop_test(tc, t_short_paths_agree, 0, 36);
 	suite_add_tcase(s, tc);
