@@ -487,6 +487,17 @@ PLACE_EXTERN size_t place_task_size(void);
  * which allocates once. Only CPUs of the current topology are returned. */
 PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags);
 
+/* place_wakeup_ex's *how: the CPU returned was claimed for t by this call
+ * (deliver t there, or give the claim back with place_claim_release). */
+#define PLACE_WOKE_CLAIMED (1u << 0)
+
+/* place_wakeup, and in *how (when not NULL) what it did: PLACE_WOKE_CLAIMED
+ * or 0 (t was stacked or handed off, or NOCLAIM, or the call failed). The
+ * same as place_task_claimed(p, t) == the answer right after the call,
+ * without its loads; other bits may be added later (test the bit). Same
+ * errors, threads and guarantees as place_wakeup. */
+PLACE_EXTERN int place_wakeup_ex(place *p, place_task *t, int waker_cpu, unsigned flags, unsigned *how);
+
 /* The worker of cpu found its queue empty and is about to park. The CPU
  * becomes idle; it enters the idle mask unless a wakeup is pending on it (a
  * claimed or stacked task on its way). Calling it again while parked is

@@ -1089,7 +1089,7 @@ PLACE_NOINLINE int wakeup_register(place *p, place_task *t, int waker_cpu, unsig
 /* One RCU read-side critical section (rcu.h): place_set_topology's grace
  * period waits for it, so an answer read from a state word before a CPU
  * went OFFLINE is returned before that call returns. */
-PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
+PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	uint64_t state = 0, probes = 1; /* prev, by glance() */
 	int prev = -1;
@@ -1112,6 +1112,25 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 		break;
 	}
 	return wakeup_unlock(p, t, waker_cpu, flags);
+}
+
+PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	return wakeup_entry(p, t, waker_cpu, flags);
+}
+
+/* The same wakeup; then t's record says whether it claimed: a successful
+ * wakeup other than NOCLAIM leaves claim_gen its claim's generation, 0
+ * when it claimed nothing. Only the caller can touch t until it delivers
+ * it, so the record still holds this wakeup's answer. */
+PLACE_EXTERN int place_wakeup_ex(place *p, place_task *t, int waker_cpu, unsigned flags, unsigned *how)
+{
+	int cpu = wakeup_entry(p, t, waker_cpu, flags);
+
+	if (how)
+		*how = cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM) && place__rec(t)->claim_gen ? PLACE_WOKE_CLAIMED
+											     : 0;
+	return cpu;
 }
 
 PLACE_EXTERN int place_claim_release(place *p, int cpu)

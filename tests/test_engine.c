@@ -277,6 +277,40 @@ START_TEST(t_handoff)
 }
 END_TEST
 
+/* place_wakeup_ex says whether the wakeup claimed the CPU it returned, as
+ * place_task_claimed would: an idle prev yes; a stack on a busy CPU, a
+ * hand-off, NOCLAIM and a failed call no. Policy by policy. */
+START_TEST(t_wakeup_ex_claimed)
+{
+	struct env e;
+	place_task *t;
+	unsigned how = 99;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	t = env_task_on(&e, 1, 3);
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, 0, &how), 3);
+	ck_assert_uint_eq(how, PLACE_WOKE_CLAIMED);
+	ck_assert_int_eq(place_task_claimed(e.p, t), 3);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM, &how), 3);
+	ck_assert_uint_eq(how, 0);
+	env_run(&e, 0, &e.task[40]);
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, 0, PLACE_WAKE_CURRENT, &how), 0);
+	ck_assert_uint_eq(how, 0);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	for (int c = 1; c < e.nr_cpus; c++)
+		env_run(&e, c, &e.task[40 + c]);
+	ck_assert_int_ge(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, 0, &how), 0); /* nothing idle: stacked */
+	ck_assert_uint_eq(how, 0);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	how = 99;
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, 1u << 30, &how), -EINVAL);
+	ck_assert_uint_eq(how, 0);
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, 0, NULL), 3);
+	env_close(&e);
+}
+END_TEST
+
 /* Give the task running on cpu a short history: three runs of 100 us. */
 static void make_short(struct env *e, int cpu, place_task *t)
 {
@@ -989,6 +1023,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
 	tcase_add_loop_test(tc, t_handoff, 0, 3);
+	tcase_add_loop_test(tc, t_wakeup_ex_claimed, 0, 3);
 	tcase_add_test(tc, t_short_task_never_stacks_on_two);
 	tcase_add_test(tc, t_scan_bound);
 	tcase_add_test(tc, t_util_is_run_time);
