@@ -124,6 +124,16 @@ static const struct feat_def {
 };
 #define NR_FEATS ((int)(sizeof(feat_defs) / sizeof(feat_defs[0])))
 
+/* Wakeup flags for --flags. CURRENT needs a waker: a wakeup without one
+ * (--waker none, or 0% busy) drops it. */
+static const struct feat_def flag_defs[] = {
+	{ "SYNC", PLACE_WAKE_SYNC },
+	{ "CURRENT", PLACE_WAKE_CURRENT },
+	{ "NEW", PLACE_WAKE_NEW },
+	{ "SPREAD", PLACE_WAKE_SPREAD },
+};
+#define NR_FLAGS ((int)(sizeof(flag_defs) / sizeof(flag_defs[0])))
+
 static const int load_defs[] = { 0, 50, 90, 99 };
 #define NR_LOADS ((int)(sizeof(load_defs) / sizeof(load_defs[0])))
 
@@ -141,6 +151,7 @@ struct opts {
 	bool tsv;
 	bool callgrind;
 	bool worker_waker;   /* --waker worker */
+	unsigned wake_flags; /* --flags: PLACE_WAKE_* of every measured wakeup */
 	bool dump_each;      /* --dump-each: a callgrind dump after each measured wakeup */
 	bool contended;      /* also the 2-thread rows */
 	unsigned topo_mask;  /* bit i: topo_defs[i] */
@@ -343,6 +354,7 @@ struct bench {
 	uint64_t vclock;
 	int nr_busy;
 	bool worker_waker;
+	unsigned wake_flags;
 	bool dump_each;
 	int groups;
 };
@@ -497,14 +509,16 @@ static int waker_of(const struct bench *b, uint64_t r)
 static void step(struct bench *b, place_task *t, uint64_t *rng, struct samples *s)
 {
 	uint64_t r = rng_next(rng);
-	int cpu;
+	unsigned flags;
+	int cpu, waker;
 
 	*t = b->tmpl[r % NR_TEMPLATES];
 	__atomic_fetch_add(&b->vclock, VCLOCK_STEP_NS, __ATOMIC_RELAXED);
 	if (s && b->dump_each && s[OP_WAKE].n == 0)
 		CALLGRIND_DUMP_STATS; /* part 1: the warm-up */
-	cpu = check("wakeup", TIMED(s ? &s[OP_WAKE] : NULL,
-				    place_wakeup(b->p, t, waker_of(b, r), 0)));
+	waker = waker_of(b, r);
+	flags = waker == PLACE_CPU_NONE ? b->wake_flags & ~PLACE_WAKE_CURRENT : b->wake_flags;
+	cpu = check("wakeup", TIMED(s ? &s[OP_WAKE] : NULL, place_wakeup(b->p, t, waker, flags)));
 	if (s && b->dump_each)
 		CALLGRIND_DUMP_STATS; /* parts 2..: one wakeup each */
 	if (b->busy[cpu])
@@ -687,6 +701,7 @@ static void group_add(struct group *g, struct worker *w, const place_topo *topo,
 	struct row *r = &g->rows[g->nr];
 
 	b->worker_waker = o->worker_waker && g->threads == 1;
+	b->wake_flags = o->wake_flags;
 	b->dump_each = o->dump_each;
 	for (int i = 0; i < g->threads; i++) {
 		struct lane *l = &w[i].lane[g->nr];
@@ -774,10 +789,11 @@ static void cg_command(const struct opts *o, const struct row *r, const char *to
 	snprintf(cmd, size,
 		 "valgrind --tool=callgrind --toggle-collect=%s --compress-strings=no "
 		 "--compress-pos=no --callgrind-out-file=%s '%s' --one %s %s %d --calls %ld "
-		 "--warmup %ld --seed %" PRIu64 " --features %u --groups %d --waker %s%s 2>/dev/null",
+		 "--warmup %ld --seed %" PRIu64 " --features %u --groups %d --waker %s --flags %u%s 2>/dev/null",
 		 toggle, out, o->self, policy_defs[r->policy].name, topo_defs[r->topo].name,
 		 load_defs[r->load], calls, o->warmup < 10000 ? o->warmup : 10000, o->seed,
-		 o->features, o->groups, o->worker_waker ? "worker" : "none", dump_each ? " --dump-each" : "");
+		 o->features, o->groups, o->worker_waker ? "worker" : "none", o->wake_flags,
+		 dump_each ? " --dump-each" : "");
 }
 
 /* Run cmd; read the call counts that --one prints. */
@@ -1114,6 +1130,9 @@ static const char usage_text[] =
 	"  --policy LIST    of LINEAR,SIS_CORE,EXACT (default all)\n"
 	"  --waker W        none (default: PLACE_CPU_NONE) or worker (a random busy\n"
 	"                   CPU wakes; single-thread rows only)\n"
+	"  --flags LIST     every wakeup's flags, of SYNC, CURRENT (the waker hands\n"
+	"                   off its CPU; dropped without a waker), NEW (with a worker\n"
+	"                   waker: fork-local), SPREAD; or a number (default none)\n"
 	"  --no-contended   skip the 2-thread rows (256 CPUs, shared instance)\n"
 	"  --callgrind      also count instructions per call: each row once more\n"
 	"                   under valgrind --tool=callgrind, with min(--calls, 5000)\n"
@@ -1166,18 +1185,19 @@ static long parse_num(const char *arg)
 }
 
 /* The PLACE_FEAT_ bits of a mask of feat_defs indexes. */
-static unsigned feature_bits(unsigned mask)
+/* The bits of the names selected in mask (bit i: defs[i]). */
+static unsigned def_bits(const struct feat_def *defs, int nr, unsigned mask)
 {
 	unsigned bits = 0;
 
-	for (int i = 0; i < NR_FEATS; i++)
+	for (int i = 0; i < nr; i++)
 		if (mask & (1u << i))
-			bits |= feat_defs[i].bit;
+			bits |= defs[i].bit;
 	return bits;
 }
 
 enum { O_CALLS = 256, O_WARMUP, O_SEED, O_FEATURES, O_TOPO, O_LOAD, O_POLICY,
-       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_WITHOUT, O_GROUPS, O_HELP };
+       O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_WITHOUT, O_GROUPS, O_FLAGS, O_HELP };
 
 static const struct option long_opts[] = {
 	{ "calls", required_argument, NULL, O_CALLS },
@@ -1195,6 +1215,7 @@ static const struct option long_opts[] = {
 	{ "dump-each", no_argument, NULL, O_DUMP_EACH },
 	{ "without", required_argument, NULL, O_WITHOUT },
 	{ "groups", required_argument, NULL, O_GROUPS },
+	{ "flags", required_argument, NULL, O_FLAGS },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1223,8 +1244,12 @@ static void parse_opt(int c, const char *arg, struct opts *o, const char **one)
 		o->worker_waker = !strcmp(arg, "worker");
 		break;
 	case O_DUMP_EACH: o->dump_each = true; break;
-	case O_WITHOUT: o->features &= ~feature_bits(MASK_OF(arg, feat_defs)); break;
+	case O_WITHOUT: o->features &= ~def_bits(feat_defs, NR_FEATS, MASK_OF(arg, feat_defs)); break;
 	case O_GROUPS: o->groups = (int)parse_num(arg); break;
+	case O_FLAGS:
+		o->wake_flags = arg[0] >= '0' && arg[0] <= '9' ? (unsigned)parse_num(arg)
+							       : def_bits(flag_defs, NR_FLAGS, MASK_OF(arg, flag_defs));
+		break;
 	case O_HELP: usage(0); break;
 	default: usage(2);
 	}
@@ -1341,10 +1366,11 @@ static void run_callgrind(struct opts *o, struct row *rows, int nr)
 static void print_header(const struct opts *o)
 {
 	printf("place-bench %s: seed %" PRIu64 ", %ld calls per row (+%ld warm-up), features 0x%x, groups %d,\n"
-	       "waker %s, virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted;\n"
+	       "waker %s, flags 0x%x, virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted;\n"
 	       "measured again before each topology and load: this is the last)\n",
 	       place_version_string(), o->seed, o->calls, o->warmup, o->features, o->groups,
-	       o->worker_waker ? "a busy CPU's worker" : "PLACE_CPU_NONE", VCLOCK_STEP_NS, timer_cost);
+	       o->worker_waker ? "a busy CPU's worker" : "PLACE_CPU_NONE", o->wake_flags, VCLOCK_STEP_NS,
+	       timer_cost);
 	for (int ti = 0; ti < NR_TOPOS; ti++)
 		if (selected(o->topo_mask, ti))
 			printf("  %-5s %s\n", topo_defs[ti].name, topo_defs[ti].spec);
