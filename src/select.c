@@ -161,12 +161,11 @@ static bool is_short(const struct place *p, int cpu)
 
 /* wake_affine_weight() with task counts for loads: move the wakee to the
  * waker unless that makes the waker busier than prev by the LLC imbalance. */
-static bool affine_by_load(uint32_t this_nr, uint32_t prev_nr, bool sync)
+PLACE_INLINE bool affine_by_load(uint32_t this_nr, uint32_t prev_nr, bool sync)
 {
-	uint64_t this_load = this_nr + 1 - (sync && this_nr ? 1 : 0);
-	uint64_t prev_load = prev_nr;
+	uint64_t this_load = (uint64_t)this_nr + 1 - (sync && this_nr);
 
-	return this_load * 100 < prev_load * (100 + (IMBALANCE_PCT - 100) / 2) + (sync ? 1 : 0);
+	return this_load * 100 < (uint64_t)prev_nr * (100 + (IMBALANCE_PCT - 100) / 2) + sync;
 }
 
 /* Waker (true) or prev (kernel wake_affine_idle(), then the load
@@ -935,9 +934,12 @@ PLACE_INLINE int prev_busy_unlock(place *p, place_task *t, int waker_cpu, int wa
 	return cpu;
 }
 
-PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev)
+/* Out of line for both (its struct wake would take a stack frame), the
+ * waker found again from waker_cpu. */
+PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+					 uint64_t probes)
 {
-	return prev_busy_unlock(p, t, waker_cpu, -1, flags, prev, 1);
+	return prev_busy_unlock(p, t, waker_cpu, place__dense(p, waker_cpu), flags, prev, probes);
 }
 
 /*
@@ -1074,7 +1076,7 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	stack_probes = probes; /* overloaded()'s own probes count only when it stacks */
 	if (overloaded(p, t, prev, &stack_probes))
 		return stack_unlock(p, t, waker, prev, stack_probes);
-	return prev_busy_unlock(p, t, waker_cpu, waker, flags, prev, probes);
+	return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev, probes);
 }
 
 /* This thread's first wakeup: its RCU reader slot, then the whole path
@@ -1107,7 +1109,7 @@ PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned f
 	case PREV_BUSY:
 		if (overloaded(p, t, prev, &probes))
 			return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
-		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
+		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev, 1);
 	case WHOLE_PATH:
 		break;
 	}
