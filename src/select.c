@@ -1008,20 +1008,20 @@ PLACE_NOINLINE int wake_affine_unlock(place *p, place_task *t, int waker, unsign
 }
 
 /*
- * PLACE_WAKE_CURRENT from a worker (waker dense), for t with nothing
+ * PLACE_WAKE_CURRENT from a worker (waker_cpu), for t with nothing
  * queued and no cpu_set_t: handoff()'s answer and nothing else, counted as
  * the whole path counts it (its probes: prev's in wake_init(), the
  * waker's). Anything else (a cookie that the waker's core does not admit,
  * a group the instance refuses, a waker no longer usable, other flags) the
  * whole path decides.
  */
-PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int waker)
+PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	struct place_task_rec *r = place__task_rec(t), *wr;
+	int waker = place__dense(p, waker_cpu), os;
 	uint64_t probes = 1, *v;
-	int os;
 
-	if (!r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
+	if (waker < 0 || !r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
 	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker))
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
@@ -1057,8 +1057,6 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	enum glance g;
 	uint32_t group;
 
-	if (waker >= 0 && (flags & PLACE_WAKE_CURRENT))
-		return wake_handoff_unlock(p, t, waker_cpu, flags, waker);
 	if (waker < 0 || (g = glance(p, t, flags, &prev, &state)) == WHOLE_PATH)
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	r = place__rec(t);
@@ -1102,7 +1100,8 @@ PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned f
 		return wakeup_register(p, t, waker_cpu, flags);
 	place__read_lock();
 	if (waker_cpu != PLACE_CPU_NONE)
-		return wake_worker_unlock(p, t, waker_cpu, flags);
+		return flags & PLACE_WAKE_CURRENT ? wake_handoff_unlock(p, t, waker_cpu, flags)
+						  : wake_worker_unlock(p, t, waker_cpu, flags);
 	switch (glance(p, t, flags, &prev, &state)) {
 	case PREV_IDLE:
 		return wake_prev_idle_unlock(p, t, waker_cpu, flags, prev, state);
