@@ -478,8 +478,9 @@ PLACE_EXTERN size_t place_task_size(void);
  * that worker's thread (libplace updates the waker's running task's wakee
  * flips); otherwise PLACE_CPU_NONE: no wake-affine, placement around prev.
  *
- * -EINVAL p or t NULL, t not initialised, unknown flags, t->cpus set with a
- * zero size; -ENODEV waker_cpu not a usable CPU; -ESRCH no registered worker
+ * -EINVAL p or t NULL, t not initialised, unknown flags, PLACE_WAKE_CURRENT
+ * without a waker, t->cpus set with a zero size; -ENODEV waker_cpu not a
+ * usable CPU; -ESRCH no registered worker
  * is allowed for t; -ENOSPC (NUMA) t's group is above max_groups. Any thread, concurrently with every call except the
  * ones on the same task. Lock-free, allocation-free: one RCU read-side
  * critical section (liburcu-bp), so that place_set_topology() can wait for
