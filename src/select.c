@@ -432,7 +432,7 @@ PLACE_INLINE bool prev_sibling(struct wake *w)
 	return false;
 }
 
-static bool has_idle_core(const struct wake *w, const struct place_llc *llc)
+PLACE_INLINE bool has_idle_core(const struct wake *w, const struct place_llc *llc)
 {
 	if (!llc->smt)
 		return false;
@@ -925,7 +925,7 @@ PLACE_INLINE int prev_busy_unlock(place *p, place_task *t, int waker_cpu, int wa
 
 	if (!place__st_usable(state))
 		return wakeup_unlock(p, t, waker_cpu, flags);
-	if (waker == prev)
+	if (waker >= 0 && waker == prev)
 		place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1); /* as wake_target() */
 	cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, probes);
 	if (!cpu)
@@ -934,12 +934,17 @@ PLACE_INLINE int prev_busy_unlock(place *p, place_task *t, int waker_cpu, int wa
 	return cpu;
 }
 
-/* Out of line for both (its struct wake would take a stack frame), the
- * waker found again from waker_cpu. */
-PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-					 uint64_t probes)
+PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev)
 {
-	return prev_busy_unlock(p, t, waker_cpu, place__dense(p, waker_cpu), flags, prev, probes);
+	return prev_busy_unlock(p, t, waker_cpu, -1, flags, prev, 1);
+}
+
+/* A worker waker's (waker dense), out of line: its struct wake would take a
+ * stack frame in wake_worker_unlock. */
+PLACE_NOINLINE int wake_worker_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+					   uint64_t probes, int waker)
+{
+	return prev_busy_unlock(p, t, waker_cpu, waker, flags, prev, probes);
 }
 
 /*
@@ -1074,7 +1079,7 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	stack_probes = probes; /* overloaded()'s own probes count only when it stacks */
 	if (overloaded(p, t, prev, &stack_probes))
 		return stack_unlock(p, t, waker, prev, stack_probes);
-	return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev, probes);
+	return wake_worker_busy_unlock(p, t, waker_cpu, flags, prev, probes, waker);
 }
 
 /* This thread's first wakeup: its RCU reader slot, then the whole path
@@ -1108,7 +1113,7 @@ PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned f
 	case PREV_BUSY:
 		if (overloaded(p, t, prev, &probes))
 			return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
-		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev, 1);
+		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
 	case WHOLE_PATH:
 		break;
 	}
