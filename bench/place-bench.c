@@ -130,6 +130,16 @@ static const struct feat_def {
 };
 #define NR_FEATS ((int)(sizeof(feat_defs) / sizeof(feat_defs[0])))
 
+/* Wakeup flags for --flags. CURRENT needs a waker: a wakeup without one
+ * (--waker none, or 0% busy) drops it. */
+static const struct feat_def flag_defs[] = {
+	{ "sync", PLACE_WAKE_SYNC },
+	{ "current", PLACE_WAKE_CURRENT },
+	{ "new", PLACE_WAKE_NEW },
+	{ "spread", PLACE_WAKE_SPREAD },
+};
+#define NR_FLAGS ((int)(sizeof(flag_defs) / sizeof(flag_defs[0])))
+
 static const int load_defs[] = { 0, 50, 90, 99, 100 }; /* 100: only when asked (--load) */
 #define NR_LOADS ((int)(sizeof(load_defs) / sizeof(load_defs[0])))
 
@@ -147,6 +157,7 @@ struct opts {
 	bool tsv;
 	bool callgrind;
 	bool worker_waker;   /* --waker worker */
+	unsigned wake_flags; /* --flags: PLACE_WAKE_* of every measured wakeup */
 	bool dump_each;      /* --dump-each: a callgrind dump after each measured wakeup */
 	bool contended;      /* also the 2-thread rows */
 	bool targets;        /* --targets: the project's cost targets, met or missed */
@@ -350,6 +361,7 @@ struct bench {
 	uint64_t vclock;
 	int nr_busy;
 	bool worker_waker;
+	unsigned wake_flags;
 	bool dump_each;
 	int groups;
 };
@@ -504,14 +516,16 @@ static int waker_of(const struct bench *b, uint64_t r)
 static void step(struct bench *b, place_task *t, uint64_t *rng, struct samples *s)
 {
 	uint64_t r = rng_next(rng);
-	int cpu;
+	unsigned flags;
+	int cpu, waker;
 
 	*t = b->tmpl[r % NR_TEMPLATES];
 	__atomic_fetch_add(&b->vclock, VCLOCK_STEP_NS, __ATOMIC_RELAXED);
 	if (s && b->dump_each && s[OP_WAKE].n == 0)
 		CALLGRIND_DUMP_STATS; /* part 1: the warm-up */
-	cpu = check("wakeup", TIMED(s ? &s[OP_WAKE] : NULL,
-				    place_wakeup(b->p, t, waker_of(b, r), 0)));
+	waker = waker_of(b, r);
+	flags = waker == PLACE_CPU_NONE ? b->wake_flags & ~PLACE_WAKE_CURRENT : b->wake_flags;
+	cpu = check("wakeup", TIMED(s ? &s[OP_WAKE] : NULL, place_wakeup(b->p, t, waker, flags)));
 	if (s && b->dump_each)
 		CALLGRIND_DUMP_STATS; /* parts 2..: one wakeup each */
 	if (b->busy[cpu])
@@ -694,6 +708,7 @@ static void group_add(struct group *g, struct worker *w, const place_topo *topo,
 	struct row *r = &g->rows[g->nr];
 
 	b->worker_waker = o->worker_waker && g->threads == 1;
+	b->wake_flags = o->wake_flags;
 	b->dump_each = o->dump_each;
 	for (int i = 0; i < g->threads; i++) {
 		struct lane *l = &w[i].lane[g->nr];
@@ -781,10 +796,11 @@ static void cg_command(const struct opts *o, const struct row *r, const char *to
 	snprintf(cmd, size,
 		 "valgrind --tool=callgrind --toggle-collect=%s --compress-strings=no "
 		 "--compress-pos=no --callgrind-out-file=%s '%s' --one %s %s %d --calls %ld "
-		 "--warmup %ld --seed %" PRIu64 " --features %u --groups %d --waker %s%s 2>/dev/null",
+		 "--warmup %ld --seed %" PRIu64 " --features %u --groups %d --waker %s --flags %u%s 2>/dev/null",
 		 toggle, out, o->self, policy_defs[r->policy].name, topo_defs[r->topo].name,
 		 load_defs[r->load], calls, o->warmup < 10000 ? o->warmup : 10000, o->seed,
-		 o->features, o->groups, o->worker_waker ? "worker" : "none", dump_each ? " --dump-each" : "");
+		 o->features, o->groups, o->worker_waker ? "worker" : "none", o->wake_flags,
+		 dump_each ? " --dump-each" : "");
 }
 
 /* Run cmd; read the call counts that --one prints. */
@@ -1123,6 +1139,9 @@ static const char usage_text[] =
 	"  --policy LIST    of linear,sis_core,exact (any case; default all)\n"
 	"  --waker W        none (default: PLACE_CPU_NONE) or worker (a random busy\n"
 	"                   CPU wakes; single-thread rows only)\n"
+	"  --flags LIST     every wakeup's flags, of sync, current (the waker hands\n"
+	"                   off its CPU; dropped without a waker), new (with a worker\n"
+	"                   waker: fork-local), spread; or a number (default none)\n"
 	"  --no-contended   skip the 2-thread rows (256 CPUs, shared instance)\n"
 	"  --callgrind      also count instructions per call: each row once more\n"
 	"                   under valgrind --tool=callgrind, with min(--calls, 5000)\n"
@@ -1178,14 +1197,14 @@ static unsigned parse_mask(const char *opt, const char *arg, const char *const *
 #define MASK_OF(opt, arg, defs) parse_mask((opt), (arg), &(defs)[0].name, \
 					   (int)(sizeof(defs) / sizeof((defs)[0])), sizeof((defs)[0]))
 
-/* The PLACE_FEAT_ bits of a mask of feat_defs indexes. */
-static unsigned feature_bits(unsigned mask)
+/* The bits of the names selected in mask (bit i: defs[i]). */
+static unsigned def_bits(const struct feat_def *defs, int nr, unsigned mask)
 {
 	unsigned bits = 0;
 
-	for (int i = 0; i < NR_FEATS; i++)
+	for (int i = 0; i < nr; i++)
 		if (mask & (1u << i))
-			bits |= feat_defs[i].bit;
+			bits |= defs[i].bit;
 	return bits;
 }
 
@@ -1205,7 +1224,7 @@ static int parse_features(const char *arg, unsigned *out)
 
 enum { O_CALLS = 256, O_WARMUP, O_SEED, O_FEATURES, O_TOPO, O_LOAD, O_POLICY,
        O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_WITHOUT, O_GROUPS,
-       O_TARGETS };
+       O_TARGETS, O_FLAGS };
 
 static const struct option long_opts[] = {
 	{ "calls", required_argument, NULL, O_CALLS },
@@ -1223,6 +1242,7 @@ static const struct option long_opts[] = {
 	{ "dump-each", no_argument, NULL, O_DUMP_EACH },
 	{ "without", required_argument, NULL, O_WITHOUT },
 	{ "groups", required_argument, NULL, O_GROUPS },
+	{ "flags", required_argument, NULL, O_FLAGS },
 	{ "targets", no_argument, NULL, O_TARGETS },
 	OPT_COMMON_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
@@ -1281,8 +1301,20 @@ static int parse_opt(int c, const char *arg, struct opts *o, const char **one)
 	case O_WITHOUT: {
 		unsigned mask = MASK_OF("without", arg, feat_defs);
 
-		o->features &= ~feature_bits(mask);
+		o->features &= ~def_bits(feat_defs, NR_FEATS, mask);
 		return mask ? 0 : -1;
+	}
+	case O_FLAGS: {
+		uint64_t v;
+
+		if (arg[0] >= '0' && arg[0] <= '9') {
+			if (opt_u64(PROG, "flags", arg, 0, UINT32_MAX, &v) < 0)
+				return -1;
+			o->wake_flags = (unsigned)v;
+			return 0;
+		}
+		o->wake_flags = def_bits(flag_defs, NR_FLAGS, MASK_OF("flags", arg, flag_defs));
+		return o->wake_flags ? 0 : -1;
 	}
 	default: return -1; /* OPT_ERROR: opt_next said why */
 	}
@@ -1404,10 +1436,11 @@ static void run_callgrind(struct opts *o, struct row *rows, int nr)
 static void print_header(const struct opts *o)
 {
 	printf("place-bench %s: seed %" PRIu64 ", %ld calls per row (+%ld warm-up), features 0x%x, groups %d,\n"
-	       "waker %s, virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted;\n"
+	       "waker %s, flags 0x%x, virtual clock +%llu ns per wakeup, clock_gettime pair %.1f ns (subtracted;\n"
 	       "measured again before each topology and load: this is the last)\n",
 	       place_version_string(), o->seed, o->calls, o->warmup, o->features, o->groups,
-	       o->worker_waker ? "a busy CPU's worker" : "PLACE_CPU_NONE", VCLOCK_STEP_NS, timer_cost);
+	       o->worker_waker ? "a busy CPU's worker" : "PLACE_CPU_NONE", o->wake_flags, VCLOCK_STEP_NS,
+	       timer_cost);
 	for (int ti = 0; ti < NR_TOPOS; ti++)
 		if (selected(o->topo_mask, ti))
 			printf("  %-5s %s\n", topo_defs[ti].name, topo_defs[ti].spec);

@@ -151,7 +151,8 @@ static int pingpong_run(pool_task *t, int cpu)
 		finished(a->b);
 		return POOL_DONE;
 	}
-	pool_wake(a->b->pool, &a->peers->task, cpu, PLACE_WAKE_SYNC);
+	/* A hand-off: this task sleeps now, its partner runs next on this CPU. */
+	pool_wake(a->b->pool, &a->peers->task, cpu, PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT);
 	if (a->count == a->goal) {
 		finished(a->b);
 		return POOL_DONE;

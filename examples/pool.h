@@ -84,7 +84,11 @@ int pool_create(pool **out, const struct pool_config *cfg);
 
 /* Make t runnable. waker_cpu: the cpu argument of the running task that
  * wakes t, or PLACE_CPU_NONE from a thread that is no worker. flags:
- * PLACE_WAKE_SYNC when the waker is about to return POOL_SLEEP.
+ * PLACE_WAKE_SYNC when the waker is about to return POOL_SLEEP;
+ * PLACE_WAKE_CURRENT (a waker only) when t should run next on this CPU
+ * once the waker returns (a hand-off: both go to the runnext slot);
+ * PLACE_WAKE_NEW for a task the running task just created (near it; add
+ * PLACE_WAKE_SPREAD for a long-lived one).
  * 0, or -EINVAL (t is done), or place_wakeup's error. Any thread, until
  * pool_destroy() starts; from tasks, also while it drains. */
 int pool_wake(pool *p, pool_task *t, int waker_cpu, unsigned flags);

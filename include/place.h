@@ -418,6 +418,25 @@ PLACE_EXTERN size_t place_task_size(void);
 #define PLACE_WAKE_SYNC    (1u << 0) /* the waker is about to sleep */
 #define PLACE_WAKE_NOCLAIM (1u << 1) /* answer only: claim nothing */
 #define PLACE_WAKE_NEW     (1u << 2) /* first placement: no previous CPU */
+/* The waker hands its CPU to t (the kernel's WF_CURRENT_CPU): it is about to
+ * stop (sleep, wait, exit) and t should run next on its CPU, as a user-level
+ * thread switch does. t goes to waker_cpu, queued (counted in nr_running),
+ * never claimed, when its cpu_set_t allows that CPU, a worker serves it and
+ * (COOKIES) its core admits t's cookie or runs nothing but the waker;
+ * otherwise the usual rules decide. Needs a waker_cpu (else -EINVAL).
+ * Counted in hit_target and affine_wakeups. SYNC alone keeps the kernel's
+ * meaning: the waker's CPU is the target, but an idle prev or idle CPU of
+ * its LLC is preferred to it. */
+#define PLACE_WAKE_CURRENT (1u << 3)
+/* With PLACE_WAKE_NEW: spread the new task as the kernel's fork balancing
+ * does (the LLC with the most idle CPUs, else the least loaded CPU), for a
+ * long-lived, independent task (a process, a service loop). Without it a
+ * task created by a worker (NEW with a waker_cpu) starts near its creator
+ * (see place_wakeup), which is what fine-grained fork-join wants. A flag,
+ * not a feature bit: one runtime creates both kinds, and the creator knows
+ * which one each is. NEW without a waker always spreads (there is no
+ * creator to stay near). No effect without NEW. */
+#define PLACE_WAKE_SPREAD  (1u << 4)
 
 /* Task t became runnable: returns the OS CPU whose worker should run it.
  *
@@ -427,16 +446,22 @@ PLACE_EXTERN size_t place_task_size(void);
  * that target's LLC: the target if idle, prev, t's recently used CPU, a
  * whole idle core (when one is hinted), an idle SMT sibling of prev, an idle
  * CPU (a bounded scan); with PLACE_FEAT_CLUSTER, both scans try the
- * target's cluster (CPUs under one L2 below the LLC) first. A new task (PLACE_WAKE_NEW, or no usable previous
- * CPU) starts in the LLC with the most idle CPUs; when no CPU is idle, on
- * the least loaded one (running plus queued tasks; the waker's LLC on a
- * tie), so a burst of new tasks spreads. Only registered CPUs
- * inside t->cpus are considered. When nothing idle is found in the
- * target's LLC and the target is not the waker's CPU (wake_affine's pull
- * stays, as sched_ext keeps a SYNC wakee on the waker), PLACE_FEAT_WIDEN
- * looks beyond it: a whole idle core in the target's node, then anywhere,
- * then an idle CPU likewise (hit_widened; a task with a NUMA group stays
- * on the target's node). When nothing idle is found the target
+ * target's cluster (CPUs under one L2 below the LLC) first. A task created
+ * by a worker (PLACE_WAKE_NEW with a waker_cpu that t may use, without
+ * PLACE_WAKE_SPREAD) starts near its creator: the same steps as if it had
+ * last run on the waker's CPU (that CPU if idle, a whole idle core of its
+ * LLC, an idle SMT sibling of the waker, an idle CPU of its LLC), else it
+ * is queued on the waker's CPU. Any other new task (NEW without a waker,
+ * NEW with SPREAD, or no usable previous CPU) starts in the LLC with the
+ * most idle CPUs; when no CPU is idle, on the least loaded one (running
+ * plus queued tasks; the waker's LLC on a tie), so a burst of new tasks
+ * spreads. Only registered CPUs inside t->cpus are considered. When
+ * nothing idle is found in the target's LLC and the target is not the
+ * waker's CPU (wake_affine's pull stays, as sched_ext keeps a SYNC wakee on
+ * the waker), PLACE_FEAT_WIDEN looks beyond it: a whole idle core in the
+ * target's node, then anywhere, then an idle CPU likewise (hit_widened; a
+ * task with a NUMA group stays on the target's node). When nothing idle is
+ * found the target
  * itself is returned (the task stacks there; counted in hit_fallback).
  *
  * Cookies (PLACE_FEAT_COOKIES). Every step skips idle CPUs whose core runs
@@ -485,14 +510,26 @@ PLACE_EXTERN size_t place_task_size(void);
  * that worker's thread (libplace updates the waker's running task's wakee
  * flips); otherwise PLACE_CPU_NONE: no wake-affine, placement around prev.
  *
- * -EINVAL p or t NULL, t not initialised, unknown flags, t->cpus set with a
- * zero size; -ENODEV waker_cpu not a usable CPU; -ESRCH no registered worker
+ * -EINVAL p or t NULL, t not initialised, unknown flags, PLACE_WAKE_CURRENT
+ * without a waker, t->cpus set with a zero size; -ENODEV waker_cpu not a
+ * usable CPU; -ESRCH no registered worker
  * is allowed for t; -ENOSPC (NUMA) t's group is above max_groups. Any thread, concurrently with every call except the
  * ones on the same task. Lock-free, allocation-free: one RCU read-side
  * critical section (liburcu-bp), so that place_set_topology() can wait for
  * it; the first call on a thread registers the thread with liburcu-bp,
  * which allocates once. Only CPUs of the current topology are returned. */
 PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags);
+
+/* place_wakeup_ex's *how: the CPU returned was claimed for t by this call
+ * (deliver t there, or give the claim back with place_claim_release). */
+#define PLACE_WOKE_CLAIMED (1u << 0)
+
+/* place_wakeup, and in *how (when not NULL) what it did: PLACE_WOKE_CLAIMED
+ * or 0 (t was stacked or handed off, or NOCLAIM, or the call failed). The
+ * same as place_task_claimed(p, t) == the answer right after the call,
+ * without its loads; other bits may be added later (test the bit). Same
+ * errors, threads and guarantees as place_wakeup. */
+PLACE_EXTERN int place_wakeup_ex(place *p, place_task *t, int waker_cpu, unsigned flags, unsigned *how);
 
 /* The worker of cpu found its queue empty and is about to park. The CPU
  * becomes idle; it enters the idle mask unless a wakeup is pending on it (a

@@ -22,7 +22,8 @@
 #include "rcu.h"
 #include "widen.h"
 
-#define PLACE_WAKE_FLAGS (PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW)
+#define PLACE_WAKE_FLAGS                                                                          \
+	(PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW | PLACE_WAKE_CURRENT | PLACE_WAKE_SPREAD)
 #define FLIP_DECAY_NS UINT64_C(1000000000) /* wakee flips halve every second, as the kernel's HZ */
 #define IMBALANCE_PCT 117                  /* the kernel's LLC-level sd->imbalance_pct */
 
@@ -65,11 +66,6 @@ static const struct place_cpu_map *map_of(const struct wake *w, int cpu)
 	return &w->p->map[cpu];
 }
 
-static bool same_llc(const struct wake *w, int a, int b)
-{
-	return map_of(w, a)->llc == map_of(w, b)->llc;
-}
-
 PLACE_INLINE uint64_t probe(struct wake *w, int cpu)
 {
 	w->probes++;
@@ -81,11 +77,6 @@ PLACE_INLINE uint64_t probe(struct wake *w, int cpu)
 PLACE_INLINE bool usable(struct wake *w, int cpu)
 {
 	return place__allowed(w->p, w->t, cpu) && place__st_usable(probe(w, cpu));
-}
-
-static uint32_t nr_running(const struct wake *w, int cpu, uint64_t state)
-{
-	return place_load_32(&w->p->cpu[cpu].running) + place__st_queued(state);
 }
 
 /* cpu was seen available in state s: make it ours (claim unless answering
@@ -115,34 +106,38 @@ PLACE_INLINE bool take(struct wake *w, int cpu)
 
 /* The waker is the task running on the waker's CPU; its flips count how often
  * it switches wakee. Only that worker's thread gets here with that CPU. */
-static struct place_task_rec *waker_rec(struct wake *w)
+PLACE_INLINE struct place_task_rec *waker_rec(const struct place *p, int waker)
 {
-	place_task *curr = w->p->cpu[w->waker].curr;
+	place_task *curr = p->cpu[waker].curr;
 
 	return curr ? place__task_rec(curr) : NULL;
 }
 
-PLACE_INLINE void record_wakee(struct wake *w, struct place_task_rec *wr)
+/* Idempotent: recording the same wakee again at once changes nothing (a
+ * short path that hands a wakeup to the whole path relies on it). */
+PLACE_INLINE void record_wakee(const struct place *p, int waker, struct place_task_rec *wr,
+			       const place_task *t)
 {
 	/* The start of the waker's current run stands in for "now": off by at
 	 * most one run, against a one-second decay, and no clock read. */
-	uint64_t now = w->p->cpu[w->waker].stamp;
+	uint64_t now = p->cpu[waker].stamp;
 
 	if (now - wr->flip_decay_ns > FLIP_DECAY_NS) {
 		wr->wakee_flips >>= 1;
 		wr->flip_decay_ns = now;
 	}
-	if (wr->last_wakee != w->t) {
-		wr->last_wakee = w->t;
+	if (wr->last_wakee != t) {
+		wr->last_wakee = t;
 		wr->wakee_flips++;
 	}
 }
 
 /* A 1:N waker: both flip counts high, one much higher (kernel wake_wide()). */
-PLACE_INLINE bool wake_wide(struct wake *w, const struct place_task_rec *wr)
+PLACE_INLINE bool wake_wide(const struct place *p, int waker, const struct place_task_rec *wr,
+			    const struct place_task_rec *r)
 {
-	uint32_t master = wr->wakee_flips, slave = w->r->wakee_flips;
-	uint32_t factor = (uint32_t)w->p->llc[map_of(w, w->waker)->llc].weight;
+	uint32_t master = wr->wakee_flips, slave = r->wakee_flips;
+	uint32_t factor = (uint32_t)p->cpu[waker].llc->weight; /* on the line record_wakee read */
 
 	if (master < slave) {
 		uint32_t tmp = master;
@@ -153,41 +148,67 @@ PLACE_INLINE bool wake_wide(struct wake *w, const struct place_task_rec *wr)
 	return !(slave < factor || master < (uint64_t)slave * factor);
 }
 
-static bool is_short(const struct wake *w, int cpu)
+PLACE_INLINE uint32_t nr_running(const struct place *p, int cpu, uint64_t state)
 {
-	uint64_t avg = place_load_64(&w->p->cpu[cpu].curr_avg_ns);
+	return place_load_32(&p->cpu[cpu].running) + place__st_queued(state);
+}
 
-	return avg && avg < w->p->short_task_ns;
+static bool is_short(const struct place *p, int cpu)
+{
+	uint64_t avg = place_load_64(&p->cpu[cpu].curr_avg_ns);
+
+	return avg && avg < p->short_task_ns;
 }
 
 /* wake_affine_weight() with task counts for loads: move the wakee to the
  * waker unless that makes the waker busier than prev by the LLC imbalance. */
-static bool affine_by_load(uint32_t this_nr, uint32_t prev_nr, bool sync)
+PLACE_INLINE bool affine_by_load(uint32_t this_nr, uint32_t prev_nr, bool sync)
 {
-	uint64_t this_load = this_nr + 1 - (sync && this_nr ? 1 : 0);
-	uint64_t prev_load = prev_nr;
+	uint64_t this_load = (uint64_t)this_nr + 1 - (sync && this_nr);
 
-	return this_load * 100 < prev_load * (100 + (IMBALANCE_PCT - 100) / 2) + (sync ? 1 : 0);
+	return this_load * 100 < (uint64_t)prev_nr * (100 + (IMBALANCE_PCT - 100) / 2) + sync;
 }
 
-/* Waker or prev (kernel wake_affine_idle(), then the load comparison). */
-PLACE_INLINE int wake_affine(struct wake *w)
+/* Waker (true) or prev (kernel wake_affine_idle(), then the load
+ * comparison), from their states ts and ps as just probed. */
+PLACE_INLINE bool wake_affine(const struct place *p, int this, int prev, uint64_t ts, uint64_t ps, bool sync)
 {
-	int this = w->waker, prev = w->prev;
-	bool sync = w->flags & PLACE_WAKE_SYNC;
-	uint64_t ts = probe(w, this), ps = probe(w, prev);
-	uint32_t this_nr = nr_running(w, this, ts);
+	uint32_t this_nr = nr_running(p, this, ts);
 
-	if (place__st_available(ts) && same_llc(w, this, prev))
-		return place__st_available(ps) ? prev : this;
+	if (place__st_available(ts) && p->map[this].llc == p->map[prev].llc)
+		return !place__st_available(ps);
 	if (sync && this_nr == 1)
-		return this;
+		return true;
 	if (place__st_available(ps))
-		return prev;
+		return false;
 	/* Seed 000: only with exactly one task there, else wakees pile up. */
-	if (place__feat(w->p, PLACE_FEAT_SHORT_AFFINE) && this_nr == 1 && is_short(w, this))
-		return this;
-	return affine_by_load(this_nr, nr_running(w, prev, ps), sync) ? this : prev;
+	if (place__feat(p, PLACE_FEAT_SHORT_AFFINE) && this_nr == 1 && is_short(p, this))
+		return true;
+	return affine_by_load(this_nr, nr_running(p, prev, ps), sync);
+}
+
+/* wake_target()'s choice for a usable waker (dense) and prev (dense, -1
+ * none: then prev, after recording the wakee): record the wakee, then
+ * wake_wide and wake_affine pick the waker or prev. *probes counts
+ * wake_affine's two probes. Shared by the whole path and the worker
+ * waker's short path, so they cannot drift apart. */
+PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task_rec *r, int waker, int prev,
+			       unsigned flags, uint64_t *probes)
+{
+	struct place_task_rec *wr = waker_rec(p, waker);
+	uint64_t ts, ps;
+
+	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE) && !(flags & PLACE_WAKE_NOCLAIM)) {
+		record_wakee(p, waker, wr, t);
+		if (wake_wide(p, waker, wr, r))
+			return prev;
+	}
+	if (prev < 0 || waker == prev)
+		return prev;
+	*probes += 2;
+	ts = place__state(p, waker);
+	ps = place__state(p, prev);
+	return wake_affine(p, waker, prev, ts, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
 }
 
 /* No usable prev (a new task): start in the LLC with the most available
@@ -222,7 +243,7 @@ static struct new_pick llc_candidate(struct wake *w, int l)
 		s = probe(w, cpu);
 		if (!place__st_usable(s))
 			continue;
-		load = nr_running(w, cpu, s);
+		load = nr_running(p, cpu, s);
 		if (c.cpu < 0 || load < c.load) {
 			c.cpu = cpu;
 			c.load = load;
@@ -266,19 +287,33 @@ PLACE_NOINLINE int new_target(struct wake *w)
 	return best.cpu;
 }
 
+/* A task created by a worker (NEW with a waker, not SPREAD) starts near its
+ * creator: select_idle_sibling() as if it had last run on the creator's
+ * CPU (the target): that CPU if idle, a whole idle core of its LLC when one
+ * is hinted, an idle SMT sibling of the creator, an idle CPU of its LLC
+ * (the bounded scan), else queued on the creator's CPU. A fork-join
+ * runtime's children stay in the creator's cache and thieves spread them;
+ * SPREAD keeps the kernel's fork balancing (new_target()). */
+PLACE_INLINE int fork_local(struct wake *w)
+{
+	w->prev = w->waker;
+	w->prev_state = probe(w, w->waker);
+	return w->waker;
+}
+
 PLACE_INLINE int wake_target(struct wake *w)
 {
-	bool waker_ok = w->waker >= 0 && usable(w, w->waker), affine = waker_ok;
-	struct place_task_rec *wr = affine ? waker_rec(w) : NULL;
-	int choice;
+	bool waker_ok = w->waker >= 0 && usable(w, w->waker);
+	uint64_t probes = w->probes;
+	int choice = w->prev;
 
-	if (wr && place__feat(w->p, PLACE_FEAT_WAKE_WIDE) && !(w->flags & PLACE_WAKE_NOCLAIM)) {
-		record_wakee(w, wr);
-		affine = !wake_wide(w, wr);
-	}
+	if (waker_ok)
+		choice = affine_choice(w->p, w->t, w->r, w->waker, w->prev, w->flags, &probes);
+	w->probes = probes;
+	if (w->prev < 0 && waker_ok && (w->flags & (PLACE_WAKE_NEW | PLACE_WAKE_SPREAD)) == PLACE_WAKE_NEW)
+		return fork_local(w);
 	if (w->prev < 0)
 		return ON_COPY(w, int, new_target);
-	choice = affine && w->waker != w->prev && wake_affine(w) == w->waker ? w->waker : w->prev;
 	/* NUMA groups: across nodes, the group decides (numa.c) */
 	if (waker_ok && place__numa_cross(w->p, w->group, w->prev, w->waker)) {
 		int numa = place__numa_choose(w->p, w->r, w->group, w->prev, w->waker, choice,
@@ -375,7 +410,7 @@ PLACE_INLINE bool prev_sibling(struct wake *w)
 	return false;
 }
 
-static bool has_idle_core(const struct wake *w, const struct place_llc *llc)
+PLACE_INLINE bool has_idle_core(const struct wake *w, const struct place_llc *llc)
 {
 	if (!llc->smt)
 		return false;
@@ -617,7 +652,8 @@ PLACE_INLINE int wake_init_args(struct wake *w, place *p, place_task *t, int wak
 	struct place_task_rec *r;
 	int waker;
 
-	if (!p || !(r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) || (t->cpus && !t->cpus_size))
+	if (!p || !(r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) || (t->cpus && !t->cpus_size) ||
+	    ((flags & PLACE_WAKE_CURRENT) && waker_cpu == PLACE_CPU_NONE))
 		return -EINVAL;
 	waker = place__dense(p, waker_cpu);
 	if (waker_cpu != PLACE_CPU_NONE && waker < 0)
@@ -714,6 +750,38 @@ PLACE_INLINE int wake_from_target(struct wake *w)
 	return scan_finish(&copy, level == SCAN_CORES);
 }
 
+/*
+ * PLACE_WAKE_CURRENT (the kernel's WF_CURRENT_CPU): the waker hands its CPU
+ * to t, which then goes there, queued behind the waker and not claimed (the
+ * CPU is busy until the waker stops), when t may run there: its cpu_set_t
+ * allows the CPU, a worker serves it, and (COOKIES) its core admits t's
+ * cookie or runs nothing but the waker, which is leaving. The wakee is
+ * recorded first, as the kernel does. Otherwise the usual path decides.
+ */
+PLACE_NOINLINE bool handoff(struct wake *w)
+{
+	struct place *p = w->p;
+	int waker = w->waker;
+	struct place_task_rec *wr;
+
+	if (!place__allowed(p, w->t, waker) || !place__st_usable(probe(w, waker)))
+		return false;
+	if (w->cookies && !place__cookie_admits(p, waker, w->cookie)) {
+		uint64_t occ[2];
+
+		place_load_64_2(place__occ(p, waker), occ);
+		if (occ[PLACE_OCC_COUNT] != 1 || !p->cpu[waker].curr)
+			return false; /* a sibling runs another cookie */
+	}
+	wr = waker_rec(p, waker);
+	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE) && !(w->flags & PLACE_WAKE_NOCLAIM))
+		record_wakee(p, waker, wr, w->t);
+	place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1);
+	w->cpu = waker;
+	w->claim = false; /* counted unclaimed: the CPU is the waker's until it stops */
+	return true;
+}
+
 /* The whole path: wake_target() then select_idle_sibling(), as the kernel. */
 PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
@@ -724,6 +792,8 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 		return err;
 	if (w.r->queued_cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM) && !ON_COPY(&w, bool, drop_stale_delivery))
 		return -ESRCH;
+	if ((flags & PLACE_WAKE_CURRENT) && handoff(&w))
+		return wake_commit(&w, PLACE_STAT_hit_target);
 	w.target = wake_target(&w);
 	if (w.target < 0)
 		return -ESRCH; /* no usable CPU (changed nothing, or raced an unregister) */
@@ -731,25 +801,27 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 }
 
 /*
- * The commonest wakeups have no waker (so prev is the target, see
- * wake_target()), plain flags, no cpu_set_t and nothing of an earlier
- * wakeup to give up. place_wakeup looks at prev first and then takes a
- * short path, small enough to keep what it needs in registers, where one
+ * The commonest wakeups have plain flags, no cpu_set_t and nothing of an
+ * earlier wakeup to give up. place_wakeup looks at prev first and then takes
+ * a short path, small enough to keep what it needs in registers, where one
  * fits: PREV_IDLE claims prev, as select_idle_sibling()'s first step would;
  * PREV_BUSY in an overloaded LLC stacks on prev after the kernel's probes.
- * A short path hands anything else to a longer one, which starts over: a
- * busy prev that overloaded() does not decide goes to select_idle_sibling()
- * from its first step, every other wakeup to the whole path. They answer
- * alike (tests/test_engine: t_short_paths_agree).
+ * Without a waker prev is the target (see wake_target()); a worker waker
+ * first makes wake_target()'s choice with the whole path's own helpers
+ * (affine_choice()), and the same short paths go on when it is prev
+ * (counted in the waker's slot), select_idle_sibling() from the waker when
+ * it is the waker. A short path hands anything else to a longer one, which
+ * starts over: a busy prev that overloaded() does not decide goes to
+ * select_idle_sibling() from its first step, every other wakeup to the
+ * whole path. They answer alike (tests/test_engine: t_short_paths_agree).
  */
 enum glance { WHOLE_PATH, PREV_IDLE, PREV_BUSY };
 
-PLACE_INLINE enum glance glance(place *p, place_task *t, int waker_cpu, unsigned flags, int *prev,
-				uint64_t *state)
+PLACE_INLINE enum glance glance(place *p, place_task *t, unsigned flags, int *prev, uint64_t *state)
 {
 	const struct place_task_rec *r = place__task_rec(t);
 
-	if (waker_cpu != PLACE_CPU_NONE || (flags & ~PLACE_WAKE_SYNC) || !r || t->cpus || r->queued_cpu >= 0 ||
+	if ((flags & ~PLACE_WAKE_SYNC) || !r || t->cpus || r->queued_cpu >= 0 ||
 	    (*prev = place__dense(p, r->prev_cpu)) < 0)
 		return WHOLE_PATH;
 	*state = place__state(p, *prev);
@@ -758,16 +830,17 @@ PLACE_INLINE enum glance glance(place *p, place_task *t, int waker_cpu, unsigned
 	return place__st_available(*state) ? PREV_IDLE : PREV_BUSY;
 }
 
-/* The short paths' w: what wake_init() makes of it, prev given. glance()
- * checked p, t, flags and the waker (and that t has no cpu_set_t). */
-PLACE_INLINE int wake_init_prev(struct wake *w, place *p, place_task *t, unsigned flags, int prev,
-				uint64_t state)
+/* The short paths' w: what wake_init() and wake_target() make of it, prev
+ * given, the target prev, after probes probes. glance() checked p, t and
+ * flags (and that t has no cpu_set_t); waker is dense or -1. */
+PLACE_INLINE int wake_init_prev(struct wake *w, place *p, place_task *t, int waker, unsigned flags, int prev,
+				uint64_t state, uint64_t probes)
 {
-	int err = wake_fill(w, p, t, place__rec(t), -1, flags);
+	int err = wake_fill(w, p, t, place__rec(t), waker, flags);
 
 	if (err)
 		return err;
-	w->probes = 1;
+	w->probes = probes;
 	wake_prev(w, prev, state);
 	w->target = prev;
 	return 0;
@@ -784,20 +857,31 @@ PLACE_NOINLINE int wakeup_unlock(place *p, place_task *t, int waker_cpu, unsigne
 }
 
 /* A short path's answer: t is counted on prev (claim gen, 0 = stacked),
- * at the given level after probes probes; the read section closes. No
- * waker: the statistics go to the LLC's external slot (place__count(p,
- * -1, ...)), its address taken once (each atomic add is a compiler barrier). */
-PLACE_INLINE int short_commit(place *p, struct place_task_rec *r, int prev, uint32_t gen,
+ * at the given level after probes probes; the read section closes. A
+ * worker waker (dense waker >= 0) counts in its own slot; no waker, in the
+ * LLC's external slot, its address taken once (each atomic add is a
+ * compiler barrier). */
+PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int prev, uint32_t gen,
 			      enum place_stat_id level, uint64_t probes)
 {
 	const struct place_cpu_map *m = &p->map[prev];
-	uint64_t *ext = p->ext[m->llc].v;
 	int os = m->os;
 
 	r->queued_cpu = os;
 	r->claim_gen = gen;
-	place_add_64(&ext[level], 1);
-	place_add_64(&ext[PLACE_STAT_cpus_probed], probes);
+	if (waker >= 0) {
+		uint64_t *v = p->slot[waker].v;
+
+		place_count_64(&v[level], 1);
+		place_count_64(&v[PLACE_STAT_cpus_probed], probes);
+		if (waker == prev)
+			place_count_64(&v[PLACE_STAT_affine_wakeups], 1); /* as wake_target() */
+	} else {
+		uint64_t *ext = p->ext[m->llc].v;
+
+		place_add_64(&ext[level], 1);
+		place_add_64(&ext[PLACE_STAT_cpus_probed], probes);
+	}
 	place__read_unlock(p);
 	return os;
 }
@@ -813,40 +897,67 @@ PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev)
 /* PREV_IDLE: claim prev, as select_idle_sibling()'s first step would,
  * closing the read section. Anything else (CLAIM off, a cookie or group the
  * short paths do not decide, a lost claim) starts the whole path; a lost
- * claim is counted here, as take_seen() would have. */
-PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t state)
+ * claim is counted here, as take_seen() would have. waker: dense or -1,
+ * waker_cpu its OS number. */
+PLACE_INLINE int prev_idle_unlock(place *p, place_task *t, int waker_cpu, int waker, unsigned flags, int prev,
+				  uint64_t state, uint64_t probes)
 {
 	struct place_task_rec *r = place__rec(t);
 	uint32_t gen;
 
 	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev))
-		return wakeup_unlock(p, t, PLACE_CPU_NONE, flags);
+		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!place__st_claim(&p->cpu[prev].state, state, &gen)) {
-		place__count(p, -1, p->map[prev].llc, PLACE_STAT_lost_claims, 1);
-		return wakeup_unlock(p, t, PLACE_CPU_NONE, flags);
+		place__count(p, waker, p->map[prev].llc, PLACE_STAT_lost_claims, 1);
+		return wakeup_unlock(p, t, waker_cpu, flags);
 	}
 	if (p->policy == PLACE_POLICY_EXACT)
 		place__exact_unpublish(p, prev); /* claimed is not idle */
-	return short_commit(p, r, prev, gen, PLACE_STAT_hit_target, 1);
+	return short_commit(p, waker, r, prev, gen, PLACE_STAT_hit_target, probes);
+}
+
+/* The no-waker short paths keep place_wakeup's first four arguments where
+ * they are (waker_cpu is PLACE_CPU_NONE): no register moves before the
+ * tail calls. */
+PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+					 uint64_t state)
+{
+	return prev_idle_unlock(p, t, waker_cpu, -1, flags, prev, state, 1);
 }
 
 /* PREV_BUSY but not overloaded(): select_idle_sibling() from its first
  * step (prev is the target), closing the read section likewise. prev's
  * state is read again (fewer registers to keep in place_wakeup); one no
  * longer usable starts over. */
-PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, unsigned flags, int prev)
+PLACE_INLINE int prev_busy_unlock(place *p, place_task *t, int waker_cpu, int waker, unsigned flags, int prev,
+				  uint64_t probes)
 {
 	uint64_t state = place__state(p, prev);
 	struct wake w;
 	int cpu;
 
 	if (!place__st_usable(state))
-		return wakeup_unlock(p, t, PLACE_CPU_NONE, flags);
-	cpu = wake_init_prev(&w, p, t, flags, prev, state);
+		return wakeup_unlock(p, t, waker_cpu, flags);
+	if (waker >= 0 && waker == prev)
+		place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1); /* as wake_target() */
+	cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, probes);
 	if (!cpu)
 		cpu = wake_from_target(&w);
 	place__read_unlock(p);
 	return cpu;
+}
+
+PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev)
+{
+	return prev_busy_unlock(p, t, waker_cpu, -1, flags, prev, 1);
+}
+
+/* A worker waker's (waker dense), out of line: its struct wake would take a
+ * stack frame in wake_worker_unlock. */
+PLACE_NOINLINE int wake_worker_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+					   uint64_t probes, int waker)
+{
+	return prev_busy_unlock(p, t, waker_cpu, waker, flags, prev, probes);
 }
 
 /*
@@ -879,18 +990,113 @@ PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes
 	return true;
 }
 
-/* overloaded(): stack t on prev, closing the read section; unless WIDEN
- * may find an idle CPU beyond prev's LLC: then the busy path, which ends
- * there (tested here, out of place_wakeup, which stays lean). */
-PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, unsigned flags, int prev, uint64_t probes)
+/* overloaded(): stack t on prev, closing the read section. */
+PLACE_INLINE int stack_unlock(place *p, place_task *t, int waker, int prev, uint64_t probes)
 {
 	struct place_task_rec *r = place__rec(t);
 
-	if (place__widen_may(p, prev, p->map[prev].llc))
-		return wake_prev_busy_unlock(p, t, flags, prev);
 	place__st_enqueue(&p->cpu[prev].state);
 	r->recent_used_cpu = r->prev_cpu;
-	return short_commit(p, r, prev, 0, PLACE_STAT_hit_fallback, probes);
+	return short_commit(p, waker, r, prev, 0, PLACE_STAT_hit_fallback, probes);
+}
+
+/* The same without a waker, unless WIDEN may find an idle CPU beyond
+ * prev's LLC: then the busy path, which ends there (tested here, out of
+ * place_wakeup, which stays lean). */
+PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+				     uint64_t probes)
+{
+	if (place__widen_may(p, prev, p->map[prev].llc))
+		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
+	return stack_unlock(p, t, -1, prev, probes);
+}
+
+/* A worker waker chose itself (wake_affine): select_idle_sibling() from the
+ * waker's CPU, closing the read section. */
+PLACE_NOINLINE int wake_affine_unlock(place *p, place_task *t, int waker, unsigned flags, int prev, uint64_t state,
+				      uint64_t probes)
+{
+	struct wake w;
+	int cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, probes);
+
+	if (!cpu) {
+		w.target = waker;
+		place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1);
+		cpu = wake_from_target(&w);
+	}
+	place__read_unlock(p);
+	return cpu;
+}
+
+/*
+ * PLACE_WAKE_CURRENT from a worker (waker_cpu), for t with nothing
+ * queued and no cpu_set_t: handoff()'s answer and nothing else, counted as
+ * the whole path counts it (its probes: prev's in wake_init(), the
+ * waker's). Anything else (a cookie that the waker's core does not admit,
+ * a group the instance refuses, a waker no longer usable, other flags) the
+ * whole path decides.
+ */
+PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	struct place_task_rec *r = place__task_rec(t), *wr;
+	int waker = place__dense(p, waker_cpu), os;
+	uint64_t probes = 1, *v;
+
+	if (waker < 0 || !r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
+	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker))
+		return wakeup_unlock(p, t, waker_cpu, flags);
+	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
+		probes++;
+	wr = waker_rec(p, waker);
+	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
+		record_wakee(p, waker, wr, t);
+	place__st_enqueue(&p->cpu[waker].state);
+	os = p->map[waker].os;
+	r->queued_cpu = os;
+	r->claim_gen = 0;
+	v = p->slot[waker].v;
+	place_count_64(&v[PLACE_STAT_affine_wakeups], 1);
+	place_count_64(&v[PLACE_STAT_hit_target], 1);
+	place_count_64(&v[PLACE_STAT_cpus_probed], probes);
+	place_count_64(&v[PLACE_STAT_unclaimed], 1);
+	place__read_unlock(p);
+	return os;
+}
+
+/*
+ * A worker waker (waker_cpu, a registered worker's CPU): wake_target()'s
+ * choice, then the short paths as above, with the waker's statistics slot.
+ * A group the instance refuses, or a cross-node waker of a grouped task
+ * (the NUMA rule), starts the whole path before anything changes; the
+ * whole path records the wakee again, which changes nothing.
+ */
+PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	int waker = place__dense(p, waker_cpu), prev = -1;
+	uint64_t state = 0, probes = 2, stack_probes; /* prev's and the waker's */
+	struct place_task_rec *r;
+	enum glance g;
+	uint32_t group;
+
+	if (waker < 0 || (g = glance(p, t, flags, &prev, &state)) == WHOLE_PATH)
+		return wakeup_unlock(p, t, waker_cpu, flags);
+	r = place__rec(t);
+	group = place_load_32(&r->group);
+	if (place__numa_check(p, group))
+		return wakeup_unlock(p, t, waker_cpu, flags);
+	if (place__st_usable(place__state(p, waker))) {
+		if (place__numa_cross(p, group, prev, waker))
+			return wakeup_unlock(p, t, waker_cpu, flags);
+		if (affine_choice(p, t, r, waker, prev, flags, &probes) != prev)
+			return wake_affine_unlock(p, t, waker, flags, prev, state, probes);
+	}
+	if (g == PREV_IDLE)
+		return prev_idle_unlock(p, t, waker_cpu, waker, flags, prev, state, probes);
+	stack_probes = probes; /* overloaded()'s own probes count only when it stacks */
+	/* WIDEN as the whole path: not when prev is the waker's own CPU */
+	if (overloaded(p, t, prev, &stack_probes) && (waker == prev || !place__widen_may(p, prev, p->map[prev].llc)))
+		return stack_unlock(p, t, waker, prev, stack_probes);
+	return wake_worker_busy_unlock(p, t, waker_cpu, flags, prev, probes, waker);
 }
 
 /* This thread's first wakeup: its RCU reader slot, then the whole path
@@ -905,7 +1111,7 @@ PLACE_NOINLINE int wakeup_register(place *p, place_task *t, int waker_cpu, unsig
 /* One RCU read-side critical section (rcu.h): place_set_topology's grace
  * period waits for it, so an answer read from a state word before a CPU
  * went OFFLINE is returned before that call returns. */
-PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
+PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	uint64_t state = 0, probes = 1; /* prev, by glance() */
 	int prev = -1;
@@ -915,17 +1121,39 @@ PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned f
 	if (!place__read_ready())
 		return wakeup_register(p, t, waker_cpu, flags);
 	place__read_lock();
-	switch (glance(p, t, waker_cpu, flags, &prev, &state)) {
+	if (waker_cpu != PLACE_CPU_NONE)
+		return flags & PLACE_WAKE_CURRENT ? wake_handoff_unlock(p, t, waker_cpu, flags)
+						  : wake_worker_unlock(p, t, waker_cpu, flags);
+	switch (glance(p, t, flags, &prev, &state)) {
 	case PREV_IDLE:
-		return wake_prev_idle_unlock(p, t, flags, prev, state);
+		return wake_prev_idle_unlock(p, t, waker_cpu, flags, prev, state);
 	case PREV_BUSY:
 		if (overloaded(p, t, prev, &probes))
-			return wake_stack_unlock(p, t, flags, prev, probes);
-		return wake_prev_busy_unlock(p, t, flags, prev);
+			return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
+		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
 	case WHOLE_PATH:
 		break;
 	}
 	return wakeup_unlock(p, t, waker_cpu, flags);
+}
+
+PLACE_EXTERN int place_wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
+{
+	return wakeup_entry(p, t, waker_cpu, flags);
+}
+
+/* The same wakeup; then t's record says whether it claimed: a successful
+ * wakeup other than NOCLAIM leaves claim_gen its claim's generation, 0
+ * when it claimed nothing. Only the caller can touch t until it delivers
+ * it, so the record still holds this wakeup's answer. */
+PLACE_EXTERN int place_wakeup_ex(place *p, place_task *t, int waker_cpu, unsigned flags, unsigned *how)
+{
+	int cpu = wakeup_entry(p, t, waker_cpu, flags);
+
+	if (how)
+		*how = cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM) && place__rec(t)->claim_gen ? PLACE_WOKE_CLAIMED
+											     : 0;
+	return cpu;
 }
 
 PLACE_EXTERN int place_claim_release(place *p, int cpu)

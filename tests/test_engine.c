@@ -240,6 +240,77 @@ START_TEST(t_sync_goes_to_waker)
 }
 END_TEST
 
+/* PLACE_WAKE_CURRENT: the waker hands its CPU to t, even with t's prev idle
+ * in its LLC (where SYNC alone sends it, as the kernel does); queued, not
+ * claimed. Not when t's cpu_set_t forbids that CPU or a sibling runs
+ * another cookie (the waker's own cookie does not count: it is leaving);
+ * never without a waker. Policy by policy. */
+START_TEST(t_handoff)
+{
+	struct env e;
+	place_task *t, *waker = &e.task[40], *sib = &e.task[41];
+	cpu_set_t set;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	ck_assert_int_eq(place_task_set_cookie(waker, 7), 0);
+	env_run(&e, 0, waker); /* CPUs 0 and 1 are a core */
+	t = env_task_on(&e, 1, 4);
+	ck_assert_int_eq(env_wake(&e, t, 0, PLACE_WAKE_SYNC), 4);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_int_eq(env_wake(&e, t, 0, PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT), 0);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 0)), 1);
+	ck_assert_int_eq(place_task_claimed(e.p, t), PLACE_CPU_NONE);
+	ck_assert_uint_eq(env_stats(&e).claims, 1);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	CPU_ZERO(&set);
+	CPU_SET(4, &set);
+	ck_assert_int_eq(place_task_set_cpus(t, &set, sizeof(set)), 0);
+	ck_assert_int_eq(env_wake(&e, t, 0, PLACE_WAKE_CURRENT), 4);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_int_eq(place_task_set_cpus(t, NULL, 0), 0);
+	ck_assert_int_eq(place_task_set_cookie(sib, 7), 0);
+	env_run(&e, 1, sib);
+	ck_assert_int_ne(env_wake(&e, t, 0, PLACE_WAKE_CURRENT), 0);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_int_eq(place_wakeup(e.p, t, PLACE_CPU_NONE, PLACE_WAKE_CURRENT), -EINVAL);
+	env_close(&e);
+}
+END_TEST
+
+/* place_wakeup_ex says whether the wakeup claimed the CPU it returned, as
+ * place_task_claimed would: an idle prev yes; a stack on a busy CPU, a
+ * hand-off, NOCLAIM and a failed call no. Policy by policy. */
+START_TEST(t_wakeup_ex_claimed)
+{
+	struct env e;
+	place_task *t;
+	unsigned how = 99;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	t = env_task_on(&e, 1, 3);
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, 0, &how), 3);
+	ck_assert_uint_eq(how, PLACE_WOKE_CLAIMED);
+	ck_assert_int_eq(place_task_claimed(e.p, t), 3);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM, &how), 3);
+	ck_assert_uint_eq(how, 0);
+	env_run(&e, 0, &e.task[40]);
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, 0, PLACE_WAKE_CURRENT, &how), 0);
+	ck_assert_uint_eq(how, 0);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	for (int c = 1; c < e.nr_cpus; c++)
+		env_run(&e, c, &e.task[40 + c]);
+	ck_assert_int_ge(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, 0, &how), 0); /* nothing idle: stacked */
+	ck_assert_uint_eq(how, 0);
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	how = 99;
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, 1u << 30, &how), -EINVAL);
+	ck_assert_uint_eq(how, 0);
+	ck_assert_int_eq(place_wakeup_ex(e.p, t, PLACE_CPU_NONE, 0, NULL), 3);
+	env_close(&e);
+}
+END_TEST
+
 /* Give the task running on cpu a short history: three runs of 100 us. */
 static void make_short(struct env *e, int cpu, place_task *t)
 {
@@ -675,7 +746,35 @@ START_TEST(t_new_tasks_spread_when_busy)
 			      queued[cpu]);
 		ck_assert_uint_eq(place__st_queued(env_state(&e, cpu)), 2);
 	}
-	ck_assert_int_ge(env_wake(&e, &e.task[16], 5, PLACE_WAKE_NEW), 4); /* a tie: the waker's LLC */
+	ck_assert_int_ge(env_wake(&e, &e.task[16], 5, PLACE_WAKE_NEW | PLACE_WAKE_SPREAD), 4); /* a tie: the waker's LLC */
+	env_close(&e);
+}
+END_TEST
+
+/* Fork-local (NEW with a waker): a fork-join creator on CPU 0 of LLC 0
+ * keeps its children in its LLC while LLC 1 sits idle (an idle core, then
+ * idle CPUs, then queued on the creator's CPU); SPREAD and a creator-less
+ * NEW spread to the idlest LLC, as before. Policy by policy. */
+START_TEST(t_fork_local)
+{
+	struct env e;
+	int cpu;
+
+	env_open(&e, TOPO_2LLC, policies[_i], PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 0, &e.task[32]); /* the creator */
+	for (int i = 0; i < 6; i++) {
+		cpu = env_wake(&e, &e.task[i], 0, PLACE_WAKE_NEW);
+		ck_assert_msg(cpu < 4, "%s: child %d went to cpu %d, out of the creator's LLC", policy_name[_i], i,
+			      cpu);
+		if (env_available(&e, cpu) || !(env_state(&e, cpu) & PLACE_ST_CLAIMED) || cpu == 0)
+			continue;
+		env_run(&e, cpu, &e.task[i]); /* the child runs where it was sent */
+	}
+	ck_assert_uint_ge(place__st_queued(env_state(&e, 0)), 1); /* the LLC full: queued on the creator */
+	cpu = env_wake(&e, &e.task[10], 0, PLACE_WAKE_NEW | PLACE_WAKE_SPREAD);
+	ck_assert_msg(cpu >= 4, "%s: SPREAD went to %d", policy_name[_i], cpu);
+	cpu = env_wake(&e, &e.task[11], PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	ck_assert_msg(cpu >= 4, "%s: no creator went to %d", policy_name[_i], cpu);
 	env_close(&e);
 }
 END_TEST
@@ -712,8 +811,11 @@ START_TEST(t_forget_gives_back)
 END_TEST
 
 /*
- * place_wakeup's short paths (no waker, no cpu_set_t: prev idle, claim it;
- * prev busy in an overloaded LLC, stack on it) answer as the general path.
+ * place_wakeup's short paths (no cpu_set_t: prev idle, claim it; prev busy
+ * in an overloaded LLC, stack on it; with a worker waker, after
+ * wake_target()'s choice) answer as the general path. Wakers are running
+ * workers (their tasks' wakee flips, compared too, decide wake_wide) or
+ * nobody.
  * Two instances take the same steps; the tasks of the second carry a
  * cpu_set_t of every CPU, which sends each of their wakeups down the general
  * path. Every answer, state word, mask, statistic (total and per LLC) and
@@ -728,9 +830,11 @@ END_TEST
 static const char *const agree_topos[] = { TOPO_2LLC8, "synthetic:pack:1 l3:2 core:8 pu:1",
 					   "synthetic:pack:1 l3:2 core:2 pu:4", "fixtures/hybrid.xml" };
 
-/* Wakeups that met a short path's conditions (instance a only). */
+/* Wakeups that met a short path's conditions (instance a only); worker:
+ * those of a worker waker with a usable prev and nothing queued (its short
+ * path's conditions), affine: those sent to that waker's CPU. */
 struct agree_seen {
-	int prev_idle, overloaded;
+	int prev_idle, overloaded, worker, affine;
 };
 
 static unsigned agree_rand(unsigned *seed)
@@ -752,23 +856,31 @@ static void agree_check(struct env *a, struct env *b, const char *what, int step
 		ck_assert_msg(env_mask(a, l) == env_mask(b, l), "%s step %d: llc %d mask", what, step, l);
 		ck_assert_msg(env_llc(a, l)->icores[0] == env_llc(b, l)->icores[0], "%s step %d: llc %d icores",
 			      what, step, l);
-		if (step % 64)
+		if (step % 64 && !getenv("AGREE_EVERY"))
 			continue;
 		ck_assert_int_eq(place_stats_read(a->p, l, &sa), 0);
 		ck_assert_int_eq(place_stats_read(b->p, l, &sb), 0);
-		ck_assert_msg(memcmp(&sa, &sb, sizeof(sa)) == 0, "%s step %d: llc %d statistics", what, step, l);
+		for (size_t k = 0; k < sizeof(sa) / sizeof(uint64_t); k++)
+			ck_assert_msg(((const uint64_t *)&sa)[k] == ((const uint64_t *)&sb)[k],
+				      "%s step %d: llc %d statistic %zu: %lu vs %lu", what, step, l, k,
+				      (unsigned long)((const uint64_t *)&sa)[k], (unsigned long)((const uint64_t *)&sb)[k]);
 	}
 	for (int i = 0; i < NR_TASKS; i++) {
 		const struct place_task_rec *ra = place__rec(&a->task[i]), *rb = place__rec(&b->task[i]);
 
 		ck_assert_msg(ra->prev_cpu == rb->prev_cpu && ra->recent_used_cpu == rb->recent_used_cpu &&
-				      ra->queued_cpu == rb->queued_cpu && ra->claim_gen == rb->claim_gen,
+				      ra->queued_cpu == rb->queued_cpu && ra->claim_gen == rb->claim_gen &&
+				      ra->wakee_flips == rb->wakee_flips && ra->flip_decay_ns == rb->flip_decay_ns &&
+				      (ra->last_wakee ? (const place_task *)ra->last_wakee - a->task : -1) ==
+					      (rb->last_wakee ? (const place_task *)rb->last_wakee - b->task : -1),
 			      "%s step %d: task %d record", what, step, i);
 	}
 }
 
-/* Would a short path decide t's wakeup (no waker, nothing queued)? */
-static void agree_note(struct env *e, place_task *t, int cpu, struct agree_seen *seen, int *idle, int *over)
+/* Would a short path decide t's wakeup (nothing queued; no waker for
+ * *idle and *over)? */
+static void agree_note(struct env *e, place_task *t, int cpu, int waker, struct agree_seen *seen, int *idle,
+		       int *over)
 {
 	const struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
 	uint64_t s = env_state(e, cpu);
@@ -776,6 +888,10 @@ static void agree_note(struct env *e, place_task *t, int cpu, struct agree_seen 
 	*idle = *over = 0;
 	if (!seen || place__rec(t)->queued_cpu >= 0 || !place__st_usable(s))
 		return;
+	if (waker != PLACE_CPU_NONE) {
+		seen->worker++;
+		return;
+	}
 	*idle = place__st_available(s);
 	*over = !*idle && e->p->scan_bounded && !llc->nr_idle_scan && !(llc->smt && llc->has_idle_cores);
 }
@@ -783,7 +899,8 @@ static void agree_note(struct env *e, place_task *t, int cpu, struct agree_seen 
 /* One step, drawn by r; *answer gets what its call returned (INT_MIN: none). */
 static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen *seen)
 {
-	int cpu = (int)(r % (unsigned)e->nr_cpus), i = (int)((r >> 4) % 32), idle, over;
+	int cpu = (int)(r % (unsigned)e->nr_cpus), i = (int)((r >> 4) % 32), idle, over, waker;
+	unsigned flags;
 	place_task *dummy = &e->task[48 + cpu % 16], *t = &e->task[i];
 	struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
 	const uint64_t *ext = e->p->ext[e->p->map[cpu].llc].v;
@@ -815,11 +932,19 @@ static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen
 		else if (!e->p->cpu[cpu].curr)
 			*answer = place_worker_unregister(e->p, cpu);
 		break;
-	default: /* wake t, its prev drawn; give it up at once, or not */
+	default: /* wake t, its prev drawn, by a running worker or nobody; give it up at once, or not */
 		place__rec(t)->prev_cpu = cpu;
-		agree_note(e, t, cpu, seen, &idle, &over);
+		waker = (int)((r >> 20) % (unsigned)e->nr_cpus);
+		if ((r >> 26) % 2 || !e->p->cpu[waker].curr || !place__st_usable(env_state(e, waker)))
+			waker = PLACE_CPU_NONE;
+		agree_note(e, t, cpu, waker, seen, &idle, &over);
 		memcpy(before, ext, sizeof(before)); /* no waker: counted in prev's LLC's external slot */
-		*answer = place_wakeup(e->p, t, PLACE_CPU_NONE, (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0);
+		flags = (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0;
+		if (waker != PLACE_CPU_NONE && (r >> 27) % 4 == 0)
+			flags |= PLACE_WAKE_CURRENT; /* a hand-off */
+		*answer = place_wakeup(e->p, t, waker, flags);
+		if (seen && waker != PLACE_CPU_NONE)
+			seen->affine += *answer == waker && waker != cpu;
 		if (seen) {
 			seen->prev_idle += idle && *answer == cpu && ext[PLACE_STAT_hit_target] > before[PLACE_STAT_hit_target];
 			seen->overloaded += over && ext[PLACE_STAT_hit_fallback] > before[PLACE_STAT_hit_fallback];
@@ -839,7 +964,7 @@ START_TEST(t_short_paths_agree)
 	int policy = policies[_i % 3];
 	unsigned feat = feats[_i / 3 % 3];
 	char path[PATH_MAX], source[PATH_MAX + 8], what[256];
-	struct agree_seen seen = { 0, 0 };
+	struct agree_seen seen = { 0, 0, 0, 0 };
 	struct env a, b;
 	cpu_set_t all;
 	unsigned seed = 4242 + (unsigned)_i;
@@ -877,6 +1002,8 @@ START_TEST(t_short_paths_agree)
 		      what, seen.prev_idle);
 	ck_assert_msg(seen.overloaded > 20 * steps / 2560 || policy == PLACE_POLICY_EXACT,
 		      "%s: %d overloaded stacks", what, seen.overloaded);
+	ck_assert_msg(seen.worker > 50 * steps / 2560 && seen.affine > 5 * steps / 2560,
+		      "%s: %d worker wakeups, %d to the waker's CPU", what, seen.worker, seen.affine);
 	env_close(&a);
 	env_close(&b);
 }
@@ -895,6 +1022,8 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_repair_and_sibling_rescan);
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
+	tcase_add_loop_test(tc, t_handoff, 0, 3);
+	tcase_add_loop_test(tc, t_wakeup_ex_claimed, 0, 3);
 	tcase_add_test(tc, t_short_task_never_stacks_on_two);
 	tcase_add_test(tc, t_scan_bound);
 	tcase_add_test(tc, t_util_is_run_time);
@@ -909,6 +1038,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_stats_per_llc);
 	tcase_add_loop_test(tc, t_rewake_before_run, 0, 3);
 	tcase_add_loop_test(tc, t_new_tasks_spread_when_busy, 0, 3);
+	tcase_add_loop_test(tc, t_fork_local, 0, 3);
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
 	tcase_add_loop_test(tc, t_short_paths_agree, 0, 36);
 	suite_add_tcase(s, tc);

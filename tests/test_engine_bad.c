@@ -153,7 +153,8 @@ START_TEST(t_wakeup)
 	EXPECT_ERR(&e, &s, place_wakeup(NULL, t, 0, 0), -EINVAL);
 	EXPECT_ERR(&e, &s, place_wakeup(e.p, NULL, 0, 0), -EINVAL);
 	EXPECT_ERR(&e, &s, place_wakeup(e.p, &junk, 0, 0), -EINVAL);
-	EXPECT_ERR(&e, &s, place_wakeup(e.p, t, 0, 1u << 3), -EINVAL);
+	EXPECT_ERR(&e, &s, place_wakeup(e.p, t, 0, 1u << 30), -EINVAL); /* an unknown flag */
+	EXPECT_ERR(&e, &s, place_wakeup(e.p, t, PLACE_CPU_NONE, PLACE_WAKE_CURRENT), -EINVAL); /* no waker */
 	EXPECT_ERR(&e, &s, place_wakeup(e.p, t, 8, 0), -ENODEV);
 	EXPECT_ERR(&e, &s, place_wakeup(e.p, t, -2, 0), -ENODEV);
 	EXPECT_ERR(&e, &s, place_wakeup(e.p, t, 100000, 0), -ENODEV);

@@ -424,8 +424,8 @@ int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
 
 	if (t->state != SIM_SLEEPING)
 		return 0;
-	if (t->last_cpu < 0)
-		flags |= PLACE_WAKE_NEW;
+	if (t->last_cpu < 0) /* the workloads' tasks are long-lived threads: the kernel's fork spread */
+		flags |= PLACE_WAKE_NEW | PLACE_WAKE_SPREAD;
 	if (s->host_time)
 		t0 = host_ns();
 	c = sim_pol_select(&s->pol, t, waker, flags);
