@@ -92,6 +92,13 @@ demo() {
 	./place-sim --topology 'synthetic:pack:1 l3:2 core:8 pu:4' --workload tenants --load 8,32 \
 		--policies sis_core,sis_core/no-cookies --summary --quiet
 	echo
+	echo "== bench/sweep.sh: sis_core against what runtimes do today, on seven machine shapes"
+	echo "   hackbench (stealing) and schbench with 0.25x to 4x as many tasks as cores. Each cell:"
+	echo "   sis_core's throughput over the better of lifo and random, then its p99 wakeup latency"
+	echo "   over lifo's; '*' marks a cell where sis_core is not within 2% of the better baseline's"
+	echo "   throughput or has the worse p99 (a loss). BENCHMARKS.md reads it, losses included."
+	sh "$TOP/bench/sweep.sh" --sim ./place-sim
+	echo
 	echo "== place-poolbench: the example pool on this machine, libplace vs LIFO wake (real time)"
 	./place-poolbench --repeat 5
 }

@@ -131,7 +131,7 @@ fi
 SWEEP="${PLACE_TEST_SRCDIR:-tests}/../bench/sweep.sh"
 sh "$SWEEP" --sim "$TOOL_PLAIN" --shapes smt1 --runs 1 >"$TMP/sw1" 2>"$TMP/err.sw"
 sh "$SWEEP" --sim "$TOOL_PLAIN" --shapes smt1 --runs 1 >"$TMP/sw2" 2>>"$TMP/err.sw"
-if [ "$(grep -c '^smt1 ' "$TMP/sw1")" -eq 2 ] && grep -q '^summary: [0-9]* of 14 cells' "$TMP/sw1" &&
+if [ "$(grep -c '^smt1 ' "$TMP/sw1")" -eq 2 ] && grep -q '^summary: sis_core wins [0-9]* of 14 cells' "$TMP/sw1" &&
 	cmp -s "$TMP/sw1" "$TMP/sw2" && [ ! -s "$TMP/err.sw" ]; then
 	ok "bench/sweep.sh: 14 cells and a summary, the same bytes twice"
 else
