@@ -187,16 +187,17 @@ PLACE_INLINE bool wake_affine(const struct place *p, int this, int prev, uint64_
 	return affine_by_load(this_nr, nr_running(p, prev, ps), sync);
 }
 
-/* wake_target()'s choice for a usable waker (dense) and prev (dense, -1
- * none: then prev, after recording the wakee): record the wakee, then
- * wake_wide and wake_affine pick the waker or prev. *probes counts
- * wake_affine's two probes. Shared by the whole path and the worker
- * waker's short path, so they cannot drift apart. */
+/* wake_target()'s choice for a usable waker (dense, in state ws) and prev
+ * (dense in state ps, -1 none: then prev, after recording the wakee):
+ * record the wakee, then wake_wide and wake_affine pick the waker or prev.
+ * The states are the ones this wakeup already read (and counted): a second
+ * read of the same lines would cost a probe and tell nothing new. Shared by
+ * the whole path and the worker waker's short path, so they cannot drift
+ * apart. */
 PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task_rec *r, int waker, int prev,
-			       unsigned flags, uint64_t *probes)
+			       unsigned flags, uint64_t ws, uint64_t ps)
 {
 	struct place_task_rec *wr = waker_rec(p, waker);
-	uint64_t ts, ps;
 
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE) && !(flags & PLACE_WAKE_NOCLAIM)) {
 		record_wakee(p, waker, wr, t);
@@ -205,10 +206,7 @@ PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task
 	}
 	if (prev < 0 || waker == prev)
 		return prev;
-	*probes += 2;
-	ts = place__state(p, waker);
-	ps = place__state(p, prev);
-	return wake_affine(p, waker, prev, ts, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
+	return wake_affine(p, waker, prev, ws, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
 }
 
 /* No usable prev (a new task): start in the LLC with the most available
@@ -303,13 +301,13 @@ PLACE_INLINE int fork_local(struct wake *w)
 
 PLACE_INLINE int wake_target(struct wake *w)
 {
-	bool waker_ok = w->waker >= 0 && usable(w, w->waker);
-	uint64_t probes = w->probes;
+	uint64_t ws = 0;
+	bool waker_ok = w->waker >= 0 && place__allowed(w->p, w->t, w->waker) &&
+			place__st_usable(ws = probe(w, w->waker));
 	int choice = w->prev;
 
 	if (waker_ok)
-		choice = affine_choice(w->p, w->t, w->r, w->waker, w->prev, w->flags, &probes);
-	w->probes = probes;
+		choice = affine_choice(w->p, w->t, w->r, w->waker, w->prev, w->flags, ws, w->prev_state);
 	if (w->prev < 0 && waker_ok && (w->flags & (PLACE_WAKE_NEW | PLACE_WAKE_SPREAD)) == PLACE_WAKE_NEW)
 		return fork_local(w);
 	if (w->prev < 0)
@@ -1073,7 +1071,7 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	int waker = place__dense(p, waker_cpu), prev = -1;
-	uint64_t state = 0, probes = 2, stack_probes; /* prev's and the waker's */
+	uint64_t state = 0, ws, probes = 2, stack_probes; /* prev's and the waker's */
 	struct place_task_rec *r;
 	enum glance g;
 	uint32_t group;
@@ -1084,10 +1082,11 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	group = place_load_32(&r->group);
 	if (place__numa_check(p, group))
 		return wakeup_unlock(p, t, waker_cpu, flags);
-	if (place__st_usable(place__state(p, waker))) {
+	ws = place__state(p, waker);
+	if (place__st_usable(ws)) {
 		if (place__numa_cross(p, group, prev, waker))
 			return wakeup_unlock(p, t, waker_cpu, flags);
-		if (affine_choice(p, t, r, waker, prev, flags, &probes) != prev)
+		if (affine_choice(p, t, r, waker, prev, flags, ws, state) != prev)
 			return wake_affine_unlock(p, t, waker, flags, prev, state, probes);
 	}
 	if (g == PREV_IDLE)
