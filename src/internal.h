@@ -52,6 +52,15 @@
 #define PLACE_ST_QUEUED_ONE (UINT64_C(1) << 8)
 #define PLACE_ST_QUEUED_MASK (UINT64_C(0xffffff) << 8)
 #define PLACE_ST_GEN_SHIFT 32
+/*
+ * QUEUED's largest value, 2^24 - 1, means "saturated: the count was lost",
+ * not a count: an enqueue that reaches it stays there, and no delivery or
+ * release takes it back down. The CPU then never looks available (its
+ * queue may hold any number of tasks): one CPU fewer to claim, never a
+ * claim over queued tasks. Exact below that: 16.7 M tasks queued on one
+ * CPU, each with its own task record (120 bytes: 1.9 GiB of them).
+ */
+#define PLACE_ST_QUEUED_SAT UINT32_C(0xffffff)
 
 static inline bool place__st_available(uint64_t s)
 {

@@ -882,6 +882,38 @@ START_TEST(t_short_paths_agree)
 }
 END_TEST
 
+/* QUEUED is 24 bits: a count that reaches 2^24 - 1 has lost tasks, and
+ * stays there (issue 14.7). Before, the enqueue stopped at the top and
+ * each delivery went on taking one off, so after its real tasks had gone
+ * the CPU looked available with tasks still queued. Here: 2^24 - 2 queued,
+ * two preemptions saturate it, a delivery and a claim release leave it
+ * saturated, and the CPU is never offered as idle. */
+START_TEST(t_queued_saturates_sticky)
+{
+	struct env e;
+	place_task *a = &e.task[40], *b = &e.task[41];
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 1, a);
+	e.p->cpu[1].state += (uint64_t)(PLACE_ST_QUEUED_SAT - 2) << 8;
+	ck_assert_int_eq(place_run_end(e.p, 1, a, PLACE_RUN_PREEMPT), 0);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 1)), PLACE_ST_QUEUED_SAT - 1);
+	env_run(&e, 1, b); /* not queued here: nothing to deliver */
+	ck_assert_int_eq(place_run_end(e.p, 1, b, PLACE_RUN_PREEMPT), 0);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 1)), PLACE_ST_QUEUED_SAT);
+	env_run(&e, 1, a); /* a leaves the queue: the count stays lost */
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 1)), PLACE_ST_QUEUED_SAT);
+	env_park(&e, 1, a);
+	ck_assert(!env_available(&e, 1));
+	e.p->cpu[1].state |= PLACE_ST_CLAIMED; /* a claim ending: neither */
+	ck_assert_int_eq(place_claim_release(e.p, 1), 0);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 1)), PLACE_ST_QUEUED_SAT);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_ne(env_wake(&e, &e.task[i], PLACE_CPU_NONE, 0), 1);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -911,6 +943,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_new_tasks_spread_when_busy, 0, 3);
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
 	tcase_add_loop_test(tc, t_short_paths_agree, 0, 36);
+	tcase_add_test(tc, t_queued_saturates_sticky);
 	suite_add_tcase(s, tc);
 	return s;
 }
