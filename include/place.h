@@ -49,6 +49,11 @@ PLACE_EXTERN const char *place_version_string(void);
 /* Errors                                                                    */
 
 #define PLACE_CPU_NONE (-1)
+/* The largest OS CPU number libplace accepts (place_topo_load): 8 times
+ * Linux's largest NR_CPUS (8192, x86 MAXSMP and powerpc), so a kernel that
+ * raises it still loads, while the arrays indexed by OS number stay small
+ * (256 KiB). */
+#define PLACE_CPU_OS_MAX 65535
 
 /* A short message for a negative errno returned by libplace (or any errno).
  * Any thread; static storage. */
@@ -86,7 +91,10 @@ typedef struct place_topo place_topo;
  *   -EINVAL  out is NULL, unknown source prefix, empty path or string,
  *            malformed synthetic string, unparsable XML (hwloc refuses it),
  *            an XML v3.0 export (hwloc 3; hwloc 2 reads v1 and v2 only),
- *            a directory given as PATH
+ *            a directory given as PATH, two PUs with one OS number, a
+ *            usable PU whose OS number is above PLACE_CPU_OS_MAX (65535:
+ *            arrays are indexed by OS number, and an export claiming CPU
+ *            1000000000 would cost gigabytes; refused before any is made)
  *   -ENOENT  the XML file does not exist; -EACCES it cannot be read
  *   -ENODEV  no usable CPU remains after the restrictions (for XML: the
  *            export's allowed_cpuset holds no PU)
