@@ -74,6 +74,9 @@ PLACE_INLINE void idle_publish(struct place *p, int cpu, struct place_llc *llc)
 	}
 	if (!place_load_32(&llc->has_idle_cores) && siblings_available(p, m, cpu))
 		place_store_32(&llc->has_idle_cores, 1);
+	/* SIS_UTIL said "overloaded, do not scan": an idle CPU may make it stale */
+	if (!place_load_32(&llc->nr_idle_scan))
+		place_cas_32(&llc->nr_idle_scan, 0, PLACE_SCAN_RECHECK);
 }
 
 void place__idle_publish(struct place *p, int cpu)
@@ -146,45 +149,62 @@ static uint64_t busy_until(const struct place_cpu *c, uint64_t now)
 }
 
 /*
- * The scan bound is recomputed at most once per util_period_ns, from run_end
- * (the edge every busy CPU passes often). The common case is one relaxed
- * load and a compare; then the CPU whose CAS moves util_stamp forward does
+ * The scan bound is recomputed at most once per util_period_ns: from
+ * run_end (the edge every busy CPU passes often), and from a wakeup that
+ * the bound stops or cuts short (place__util_fresh, place__util_refresh),
+ * so that a quiet LLC, where no run_end comes, does not keep a bound older
+ * than its period. The common case is one relaxed load and a compare
+ * (place__util_due); then the CPU whose CAS moves util_stamp forward does
  * the recompute and everyone else goes on.
  */
-static inline void util_tick(struct place *p, int cpu, uint64_t now)
+static inline void util_tick(struct place *p, int l, uint64_t now)
 {
-	uint64_t stamp = place_load_64(&p->llc[p->map[cpu].llc].util_stamp);
+	uint64_t stamp;
 
-	if (now >= stamp + p->util_period_ns && now > stamp && place__feat(p, PLACE_FEAT_SIS_UTIL))
-		place__util_recompute(p, cpu, now, stamp);
+	if (place__util_due(p, l, now, &stamp))
+		place__util_recompute(p, l, now, stamp);
 }
 
-/* util_avg is a decayed average: each period that passed halves the old
- * value, the sample (the busy fraction since the last recompute) fills the
- * rest. A quiet LLC (no run_end for a while) so catches up at once.
- * nr_idle_scan is stored only when it changes. */
-void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stamp)
+/* A wakeup's scan in LLC l stopped at the bound: recompute it now if its
+ * period has passed, for the next wakeups (a clock read, on these only). */
+void place__util_refresh(struct place *p, int l)
 {
-	struct place_llc *llc = &p->llc[p->map[cpu].llc];
+	util_tick(p, l, place__now(p));
+}
+
+/*
+ * util_avg is a decayed average: each period that passed halves the old
+ * value, the sample (the busy fraction since the last recompute) fills the
+ * rest. A quiet LLC so catches up at once. Returns the bound. The sample is each online CPU's
+ * run time since the last recompute (util_seen), over the online workers
+ * (nr_registered): an offline CPU's time is left out, and one that comes
+ * back (place_set_topology) brings none of its past. nr_idle_scan is
+ * stored only when it changes.
+ */
+uint32_t place__util_recompute(struct place *p, int l, uint64_t now, uint64_t stamp)
+{
+	struct place_llc *llc = &p->llc[l];
 	uint64_t busy = 0, nreg, sample, avg, periods;
 	uint32_t nr;
+	bool idle = false;
 
 	if (!place_cas_64(&llc->util_stamp, &stamp, now))
-		return; /* another CPU of the LLC does this period */
+		return place_load_32(&llc->nr_idle_scan) & PLACE_SCAN_NR; /* another CPU does this period */
 	for (int pos = 0; pos < llc->weight; pos++) {
-		const struct place_cpu *c = &p->cpu[place__llc_cpu(p, p->map[cpu].llc, pos)];
+		int cpu = place__llc_cpu(p, l, pos);
+		uint64_t b = busy_until(&p->cpu[cpu], now), seen = place_load_64(&p->util_seen[cpu]);
+		uint64_t s = place__state(p, cpu);
 
-		/* nr_registered counts online CPUs only: so does the busy time (a
-		 * CPU that leaves makes the total go back once: one sample lost) */
-		if (!(place_load_64(&c->state) & PLACE_ST_OFFLINE))
-			busy += busy_until(c, now);
+		/* b < seen: a torn busy_ns/running/stamp read, this CPU skipped */
+		if (b > seen && !(s & PLACE_ST_OFFLINE))
+			busy += b - seen;
+		place_store_64(&p->util_seen[cpu], b);
+		idle |= place__st_available(s);
 	}
 	nreg = place_load_64(&llc->nr_registered);
-	sample = busy - place_load_64(&llc->util_busy);
-	place_store_64(&llc->util_busy, busy);
-	if (!nreg || busy < sample /* went backwards: a torn busy_ns/running/stamp read */)
-		return;
-	sample = sample * UTIL_ONE / ((now - stamp) * nreg);
+	if (!nreg)
+		return place_load_32(&llc->nr_idle_scan) & PLACE_SCAN_NR;
+	sample = busy * UTIL_ONE / ((now - stamp) * nreg);
 	if (sample > UTIL_ONE)
 		sample = UTIL_ONE;
 	periods = p->util_period_ns ? (now - stamp) / p->util_period_ns : 1;
@@ -194,8 +214,9 @@ void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stam
 		avg = (place_load_64(&llc->util_avg) >> periods) + sample - (sample >> periods);
 	place_store_64(&llc->util_avg, avg);
 	nr = place__scan_bound(nreg, avg);
-	if (nr != place_load_32(&llc->nr_idle_scan))
-		place_store_32(&llc->nr_idle_scan, nr);
+	if ((nr | (!nr && idle ? PLACE_SCAN_RECHECK : 0)) != place_load_32(&llc->nr_idle_scan))
+		place_store_32(&llc->nr_idle_scan, nr | (!nr && idle ? PLACE_SCAN_RECHECK : 0));
+	return nr;
 }
 
 /* ---- the worker's edges ------------------------------------------------ */
@@ -345,6 +366,6 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	place_store_64(&c->busy_ns, c->busy_ns + ran); /* utilization: run time */
 	place_store_32(&c->running, 0);
 	place_store_64(&c->stamp, now);
-	util_tick(p, d, now);
+	util_tick(p, p->map[d].llc, now);
 	return 0;
 }

@@ -191,8 +191,13 @@ struct place_llc {
 	 * without SMT has no idle core to find (scans test smt first); its
 	 * flag stays 1, so that the idle edge has nothing to do for it. */
 	alignas(PLACE_CACHELINE) uint32_t has_idle_cores;
-	/* SIS_UTIL scan bound. Written (only when it changes) by the one CPU
-	 * that won the recompute; read relaxed by scans. */
+	/* SIS_UTIL scan bound (PLACE_SCAN_NR bits), and PLACE_SCAN_RECHECK:
+	 * the bound is 0 but a CPU of the LLC is idle, so a wakeup about to
+	 * stack checks first that the 0 is not older than its period (issue
+	 * 14.1: a quiet LLC has no run_end to recompute it). Written (only
+	 * when it changes) by the one CPU that won the recompute; RECHECK also
+	 * by a CPU entering idle (CAS 0 -> RECHECK: never over a bound). Read
+	 * relaxed by scans: a stale RECHECK costs one clock read. */
 	uint32_t nr_idle_scan;
 	/* Registered workers of online CPUs in this LLC: the weight the bound
 	 * scales. register/unregister/place_set_topology write with atomic add
@@ -200,12 +205,16 @@ struct place_llc {
 	 * recompute reads relaxed. */
 	uint64_t nr_registered;
 	/* Recompute gate: the CPU whose CAS moves util_stamp forward does the
-	 * recompute; the others skip. util_busy and util_avg (fixed point,
-	 * 1024 = all busy) are then written by that winner only. */
+	 * recompute; the others skip. util_avg (fixed point, 1024 = all busy)
+	 * and the LLC's util_seen entries are then written by that winner only
+	 * (relaxed: a winner of the next period racing a slow one skews one
+	 * sample of a decayed average). */
 	uint64_t util_stamp;
-	uint64_t util_busy;
 	uint64_t util_avg;
 };
+
+#define PLACE_SCAN_RECHECK UINT32_C(0x80000000)
+#define PLACE_SCAN_NR (PLACE_SCAN_RECHECK - 1)
 
 /* Statistics, schedstat-like. One list drives the slots and place_stats. */
 #define PLACE_STATS(X)                                                                             \
@@ -326,6 +335,8 @@ struct place {
 	struct place_llc *llc;        /* [nr_llcs] */
 	struct place_stat_slot *slot; /* [nr_cpus] */
 	struct place_stat_slot *ext;  /* [nr_llcs] */
+	uint64_t *util_seen;          /* [nr_cpus] SIS_UTIL: busy_until() at its LLC's last
+	                               * recompute, which alone writes it (see place_llc) */
 	uint64_t *words;              /* backing store of every LLC mask */
 	/* NUMA groups (numa.h). Read-only after create except the counters. */
 	bool numa_count;              /* NUMA on and more than one node: keep counts */
@@ -432,8 +443,42 @@ void place__idle_publish(struct place *p, int cpu);
 void place__idle_withdraw(struct place *p, int cpu);
 void place__exact_unpublish(struct place *p, int cpu);
 bool place__core_available(const struct place *p, int cpu);
-void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stamp);
+uint32_t place__util_recompute(struct place *p, int l, uint64_t now, uint64_t stamp);
+void place__util_refresh(struct place *p, int l);
 uint32_t place__scan_bound(uint64_t weight, uint64_t util);
 void place__after_delivery(struct place *p, int cpu, uint64_t before, uint64_t after);
+
+/* SIS_UTIL: is LLC l's scan bound due for a recompute at now (its period
+ * has passed since util_stamp, which *stamp gets)? */
+static inline bool place__util_due(const struct place *p, int l, uint64_t now, uint64_t *stamp)
+{
+	*stamp = place_load_64(&p->llc[l].util_stamp);
+	return now >= *stamp + p->util_period_ns && now > *stamp && place__feat(p, PLACE_FEAT_SIS_UTIL);
+}
+
+/*
+ * A wakeup in LLC l is about to stack because its scan bound is 0: should
+ * it check first that the 0 is not older than its period (a quiet LLC,
+ * where no run_end recomputes it: issue 14.1)? Only where an idle CPU makes
+ * it worth a look (RECHECK), and there on one such wakeup in
+ * PLACE_RECHECK_EVERY, counted by the statistic the wakeup is about to
+ * bump (*stacked, its stacked wakeups in the waker's slot): the clock read
+ * so costs the busy LLCs little, and a stale bound outlives its period by
+ * at most that many stacked wakeups per slot.
+ */
+#define PLACE_RECHECK_EVERY 8
+static inline bool place__util_recheck(const struct place *p, int l, const uint64_t *stacked)
+{
+	return (place_load_32(&p->llc[l].nr_idle_scan) & PLACE_SCAN_RECHECK) &&
+	       !(place_load_64(stacked) & (PLACE_RECHECK_EVERY - 1));
+}
+
+/* The check: LLC l's bound, recomputed first when its period has passed. */
+static inline uint32_t place__util_fresh(struct place *p, int l)
+{
+	uint64_t now = place__now(p), stamp;
+
+	return place__util_due(p, l, now, &stamp) ? place__util_recompute(p, l, now, stamp) : 0;
+}
 
 #endif /* PLACE_INTERNAL_H */

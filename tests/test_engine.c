@@ -320,15 +320,15 @@ START_TEST(t_scan_bound)
 
 	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
 	drive_util(&e, 0, 4);
-	ck_assert_uint_eq(env_llc(&e, 0)->nr_idle_scan, 8);
+	ck_assert_uint_eq(env_bound(&e, 0), 8);
 	drive_util(&e, 90, 12);
-	ck_assert_msg(env_llc(&e, 0)->nr_idle_scan == 0, "90%% busy: bound %u, util %lu/1024",
-		      env_llc(&e, 0)->nr_idle_scan, (unsigned long)env_llc(&e, 0)->util_avg);
+	ck_assert_msg(env_bound(&e, 0) == 0, "90%% busy: bound %u, util %lu/1024",
+		      env_bound(&e, 0), (unsigned long)env_llc(&e, 0)->util_avg);
 	drive_util(&e, 50, 12);
-	ck_assert_uint_gt(env_llc(&e, 0)->nr_idle_scan, 0);
-	ck_assert_uint_lt(env_llc(&e, 0)->nr_idle_scan, 8);
+	ck_assert_uint_gt(env_bound(&e, 0), 0);
+	ck_assert_uint_lt(env_bound(&e, 0), 8);
 	drive_util(&e, 0, 12);
-	ck_assert_uint_eq(env_llc(&e, 0)->nr_idle_scan, 8);
+	ck_assert_uint_eq(env_bound(&e, 0), 8);
 	env_close(&e);
 }
 END_TEST
@@ -357,7 +357,7 @@ START_TEST(t_util_is_run_time)
 		}
 	ck_assert_msg(env_llc(&e, 0)->util_avg < 1024 / 5, "util %lu/1024 for 10%% run time",
 		      (unsigned long)env_llc(&e, 0)->util_avg);
-	ck_assert_uint_ge(env_llc(&e, 0)->nr_idle_scan, 7);
+	ck_assert_uint_ge(env_bound(&e, 0), 7);
 	env_close(&e);
 }
 END_TEST
@@ -777,7 +777,8 @@ static void agree_note(struct env *e, place_task *t, int cpu, struct agree_seen 
 	if (!seen || place__rec(t)->queued_cpu >= 0 || !place__st_usable(s))
 		return;
 	*idle = place__st_available(s);
-	*over = !*idle && e->p->scan_bounded && !llc->nr_idle_scan && !(llc->smt && llc->has_idle_cores);
+	*over = !*idle && e->p->scan_bounded && !(llc->nr_idle_scan & PLACE_SCAN_NR) &&
+		!(llc->smt && llc->has_idle_cores);
 }
 
 /* One step, drawn by r; *answer gets what its call returned (INT_MIN: none). */
@@ -914,6 +915,52 @@ START_TEST(t_queued_saturates_sticky)
 }
 END_TEST
 
+/* Issue 14.1: a burst drives the bound to 0; then one long task runs on
+ * CPU 0 and the other CPUs of the LLC park, and nothing calls run_end. The
+ * bound was recomputed only from run_end, so it stayed 0 and every external
+ * wakeup stacked on the busy CPU 0 (no SMT: no idle-core hint to hide it).
+ * Once its period has passed, a wakeup looks at its age (at most
+ * PLACE_RECHECK_EVERY stacked wakeups later: the check is amortised),
+ * recomputes it, and the wakeups find the seven idle CPUs. SIS_CORE and
+ * LINEAR (EXACT has no bound). */
+START_TEST(t_quiet_llc_after_burst)
+{
+	static const int pol[] = { PLACE_POLICY_SIS_CORE, PLACE_POLICY_LINEAR };
+	struct env e;
+	uint64_t period;
+	int stacked = 0, found = 0;
+
+	env_open(&e, "synthetic:pack:1 l3:1 core:8 pu:1", pol[_i], PLACE_FEAT_DEFAULT, true);
+	period = e.p->util_period_ns;
+	for (int k = 0; k < 8; k++) { /* the burst: every CPU busy for 8 periods */
+		for (int cpu = 0; cpu < 8; cpu++)
+			env_run(&e, cpu, &e.task[32 + cpu]);
+		e.now += period;
+		for (int cpu = 0; cpu < 8; cpu++)
+			ck_assert_int_eq(place_run_end(e.p, cpu, &e.task[32 + cpu], PLACE_RUN_SLEEP), 0);
+	}
+	ck_assert_uint_eq(env_bound(&e, 0), 0);
+	env_run(&e, 0, &e.task[32]); /* the long task */
+	for (int cpu = 1; cpu < 8; cpu++)
+		ck_assert_int_eq(place_idle_enter(e.p, cpu), 0);
+	e.p->ext[0].v[PLACE_STAT_hit_fallback] = 1; /* the worst phase of the amortised check */
+	e.now += 10 * period; /* quiet: no edge at all */
+	for (int i = 0; found < 7 && i < 7 + PLACE_RECHECK_EVERY; i++) {
+		int cpu = env_wake(&e, env_task_on(&e, i, 0), PLACE_CPU_NONE, 0);
+
+		if (cpu == 0)
+			ck_assert_msg(++stacked < PLACE_RECHECK_EVERY && !found,
+				      "%s wakeup %d stacked on the busy CPU 0 (bound %u)", policy_name[_i], i,
+				      env_bound(&e, 0));
+		else
+			found++;
+	}
+	ck_assert_int_eq(found, 7);
+	ck_assert_uint_gt(env_bound(&e, 0), 0);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -944,6 +991,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
 	tcase_add_loop_test(tc, t_short_paths_agree, 0, 36);
 	tcase_add_test(tc, t_queued_saturates_sticky);
+	tcase_add_loop_test(tc, t_quiet_llc_after_burst, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
