@@ -121,17 +121,20 @@ struct place_cpu {
 	 * the run cannot unbalance it); run_end and unregister remove exactly
 	 * that. Worker only (plain accesses from its thread). */
 	uint64_t curr_cookie;
-	/* The worker's last run edge: when the current run began while it runs
-	 * a task, when the last run ended while not. Written by the worker
-	 * (relaxed stores), which reads it plain: run_end takes the run's
-	 * length from it, the worker's own wakeups use it as "now" to decay
-	 * wakee flips. The scan-bound recompute (any CPU of the LLC) reads it
-	 * relaxed, with running, for the current run's part of busy_ns. */
+	/* The worker's last clock reading, on a timed run edge (idle.c: not
+	 * every run is timed): when the current run began while it runs a
+	 * timed one. Written by the worker (relaxed stores), which reads it
+	 * plain: run_end takes a timed run's length from it, the worker's own
+	 * wakeups use it as "now" to decay wakee flips (stale by a few runs at
+	 * most, against a one-second decay). The scan-bound recompute (any CPU
+	 * of the LLC) reads it relaxed, with running and curr_avg_ns, for the
+	 * current run's part of busy_ns when that run is timed at weight 1. */
 	uint64_t stamp;
 	/* Utilization input: ns of finished runs (the kernel's notion too:
-	 * running time, not time between parks). Worker writes relaxed at
-	 * run_end; the recompute reads relaxed: a torn busy_ns/running/stamp
-	 * read skews one sample of a decayed average. */
+	 * running time, not time between parks), each timed run weighted by
+	 * the runs it stands for (idle.c). Worker writes relaxed at run_end;
+	 * the recompute reads relaxed: a torn busy_ns/running/stamp read skews
+	 * one sample of a decayed average. */
 	uint64_t busy_ns;
 	/* Its LLC (read-only after create): the idle edge reaches the LLC's
 	 * hints from this line, which it has at hand. */
@@ -253,6 +256,9 @@ struct place_stat_slot {
 	 * when nothing was counted; run_end and unregister remove exactly that.
 	 * Its worker only, plain accesses (as forced_since). */
 	uint64_t curr_group;
+	/* Per-CPU slots only: runs begun here, for one timed run in
+	 * PLACE_RUN_SAMPLE of short tasks (idle.c). Its worker only, plain. */
+	uint32_t run_seq;
 };
 
 /*
@@ -272,7 +278,7 @@ struct place_task_rec {
 	uint32_t wakee_flips;    /* as a waker: how often it switched wakee */
 	uint64_t flip_decay_ns;  /* when wakee_flips was last halved */
 	const void *last_wakee;
-	uint64_t avg_run_ns;     /* average run between sleeps */
+	uint64_t avg_run_ns;     /* average run between sleeps (timed ones, idle.c) */
 	uint64_t run_accum_ns;   /* run since it last slept (preemptions add up) */
 	uint64_t cookie;         /* place_task_set_cookie stores, any thread; the
 	                          * task's run_begin and wakeups load; relaxed */
@@ -282,9 +288,19 @@ struct place_task_rec {
 	uint32_t numa_pending;   /* dense node + 1 whose moving count holds t (moved
 	                          * there, not started yet), 0 = none */
 	uint64_t numa_moved_ns;  /* when its last NUMA move was decided, 0 = never */
+	/* Run-time sampling (idle.c), touched only by its run edges: */
+	uint8_t run_weight;      /* this run: its utilization weight (0, 1, PLACE_RUN_SAMPLE)
+	                          * and PLACE_RUN_TIMED when run_begin read the clock */
+	uint8_t run_interval;    /* since it last slept: PLACE_IVL_* */
 };
 _Static_assert(sizeof(struct place_task_rec) <= sizeof(((place_task *)0)->priv),
 	       "the task record fits in place_task.priv");
+
+/* Run-time sampling (idle.c): one run in PLACE_RUN_SAMPLE of a short task
+ * is timed; the run interval since its last sleep is timed whole or not. */
+#define PLACE_RUN_SAMPLE 8
+#define PLACE_RUN_TIMED 0x80
+enum { PLACE_IVL_NONE, PLACE_IVL_TIMED, PLACE_IVL_UNTIMED };
 
 static inline struct place_task_rec *place__rec(place_task *t)
 {
@@ -326,6 +342,8 @@ struct place {
 	void *clock_arg;
 	uint64_t short_task_ns;
 	uint64_t util_period_ns;
+	uint64_t timed_run_ns;        /* every run of a task whose average is this long is
+	                               * timed (idle.c); read-only after create */
 	struct place_cpu *cpu;        /* [nr_cpus] */
 	struct place_cpu_map *map;    /* [nr_cpus] */
 	int *sib_next;                /* [nr_cpus] the next SMT sibling, a ring over the core

@@ -240,9 +240,10 @@ START_TEST(t_sync_goes_to_waker)
 }
 END_TEST
 
-/* Give the task running on cpu a short history: three runs of 100 us. */
+/* Give the task running on cpu a short history: four runs of 100 us. */
 static void make_short(struct env *e, int cpu, place_task *t)
 {
+	e->now += 100000;
 	ck_assert_int_eq(place_run_end(e->p, cpu, t, PLACE_RUN_SLEEP), 0);
 	for (int i = 0; i < 3; i++) {
 		env_run(e, cpu, t);
@@ -961,6 +962,94 @@ START_TEST(t_quiet_llc_after_burst)
 }
 END_TEST
 
+/* The injected clock, counting its reads. */
+struct counted_clock {
+	uint64_t *now;
+	unsigned long reads;
+};
+
+static uint64_t counted_read(void *arg)
+{
+	struct counted_clock *k = arg;
+
+	k->reads++;
+	return *k->now;
+}
+
+/* Issue 13.1: no clock read on the common run edge, and the short-task
+ * estimate still right. A task runs 10 us intervals (two 5 us runs, a
+ * preemption between) 800 times: the clock was read on every run_begin and
+ * run_end (3200 reads); now on the timed runs only (its first interval,
+ * then one run in PLACE_RUN_SAMPLE and the interval it starts), and its
+ * estimate is 10 us. Its intervals then become 2 ms: within 16 sampled
+ * intervals its estimate passes short_task_ns (the short-task rule turns
+ * off), and from there every run is timed (long: exact). */
+START_TEST(t_run_sampling)
+{
+	struct env e;
+	struct counted_clock k;
+	place_task *t = &e.task[40];
+	int n;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	k.now = &e.now;
+	k.reads = 0;
+	e.p->clock = counted_read;
+	e.p->clock_arg = &k;
+	for (int i = 0; i < 800; i++) {
+		env_run(&e, 0, t);
+		e.now += 5000;
+		ck_assert_int_eq(place_run_end(e.p, 0, t, PLACE_RUN_PREEMPT), 0);
+		e.now += 3000;
+		env_run(&e, 0, t);
+		e.now += 5000;
+		env_park(&e, 0, t);
+		e.now += 7000;
+	}
+	ck_assert_uint_eq(place__rec(t)->avg_run_ns, 10000);
+	ck_assert_msg(k.reads <= 3200 / PLACE_RUN_SAMPLE * 2, "%lu clock reads for 1600 runs", k.reads);
+	for (n = 1; n <= 16 * PLACE_RUN_SAMPLE; n++) {
+		env_run(&e, 0, t);
+		e.now += 2000000;
+		env_park(&e, 0, t);
+		if (place__rec(t)->avg_run_ns >= e.p->short_task_ns)
+			break;
+	}
+	ck_assert_msg(n <= 16 * PLACE_RUN_SAMPLE, "estimate %lu ns after %d runs of 2 ms",
+		      (unsigned long)place__rec(t)->avg_run_ns, n - 1);
+	k.reads = 0;
+	env_run(&e, 0, t);
+	e.now += 2000000;
+	env_park(&e, 0, t);
+	ck_assert_uint_eq(k.reads, 2); /* a long task: every run timed */
+	env_close(&e);
+}
+END_TEST
+
+/* Utilization from sampled runs: 8 CPUs run 20 us tasks with 20 us gaps
+ * and never park, for 8 periods: about half busy, sampled or not. */
+START_TEST(t_sampled_util)
+{
+	struct env e;
+	uint64_t period, end;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	period = e.p->util_period_ns;
+	end = e.now + 8 * period;
+	while (e.now < end) {
+		for (int cpu = 0; cpu < e.nr_cpus; cpu++)
+			env_run(&e, cpu, &e.task[32 + cpu]);
+		e.now += 20000;
+		for (int cpu = 0; cpu < e.nr_cpus; cpu++)
+			ck_assert_int_eq(place_run_end(e.p, cpu, &e.task[32 + cpu], PLACE_RUN_SLEEP), 0);
+		e.now += 20000;
+	}
+	ck_assert_msg(env_llc(&e, 0)->util_avg > 1024 * 35 / 100 && env_llc(&e, 0)->util_avg < 1024 * 65 / 100,
+		      "util %lu/1024 for 50%% run time", (unsigned long)env_llc(&e, 0)->util_avg);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -991,6 +1080,8 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
 	tcase_add_loop_test(tc, t_short_paths_agree, 0, 36);
 	tcase_add_test(tc, t_queued_saturates_sticky);
+	tcase_add_test(tc, t_run_sampling);
+	tcase_add_test(tc, t_sampled_util);
 	tcase_add_loop_test(tc, t_quiet_llc_after_burst, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -395,27 +395,27 @@ START_TEST(t_grow_after_shrink_keeps_util)
 	for (int k = 0; k < 16; k++) { /* quiet: one short run per period on CPU 0 */
 		e.now += period;
 		env_run(&e, 0, &e.task[32]);
-		e.now += 1;
+		e.now += 100000; /* 100 us: a timed run, whose run_end recomputes */
 		env_park(&e, 0, &e.task[32]);
 	}
-	ck_assert_uint_eq(env_bound(&e, 0), 8);
+	ck_assert_uint_ge(env_bound(&e, 0), 7); /* 100 us per period: 0.3% busy */
 	swap_to(&e, r_smt_off(buf, sizeof(buf)));
 	ck_assert(offline(&e, 1));
 	for (int k = 0; k < 3; k++) {
 		e.now += period;
 		env_run(&e, 0, &e.task[32]);
-		e.now += 1;
+		e.now += 100000; /* 100 us: a timed run, whose run_end recomputes */
 		env_park(&e, 0, &e.task[32]);
 	}
 	swap_to(&e, U32);
 	ck_assert(!offline(&e, 1));
 	e.now += period;
 	env_run(&e, 0, &e.task[32]);
-	e.now += 1;
+	e.now += 100000;
 	env_park(&e, 0, &e.task[32]); /* the first recompute with CPU 1 back */
 	ck_assert_msg(env_llc(&e, 0)->util_avg < 1024 / 10, "util %lu/1024 after CPU 1 came back",
 		      (unsigned long)env_llc(&e, 0)->util_avg);
-	ck_assert_uint_eq(env_bound(&e, 0), 8);
+	ck_assert_uint_ge(env_bound(&e, 0), 7); /* 100 us per period: 0.3% busy */
 	env_close(&e);
 }
 END_TEST
