@@ -8,12 +8,16 @@
 # Two modes:
 #   - deterministic (the default, what CI runs): the seed corpus, then
 #     PLACE_FUZZ_RUNS inputs mutated from it with a fixed seed (-seed=1), into
-#     a fresh scratch corpus. The same tree gives nearly the same inputs on
-#     every machine (hit-count features of the same inputs differ by a bucket
-#     between runs, cause not found, so later mutations drift), so CI fails
-#     on what runs here fail on. (A 30-second
-#     exploration in CI once failed on a new hwloc leak that no run here had
-#     met: exploration finds bugs, CI needs a verdict.)
+#     a fresh scratch corpus; no time limit anywhere (-runs, never
+#     -max_total_time), so the inputs cannot depend on timing and CI fails
+#     exactly on what runs here fail on. (A 30-second exploration in CI once
+#     failed on a new hwloc leak that no run here had met; and libFuzzer's
+#     -timeout timer, SIGALRM, interrupted fuzz_topo's wait for hwloc_probe,
+#     whose timing-dependent path both let an hwloc crash through unscreened
+#     and made the coverage, so the later inputs, drift between runs: the
+#     probe is now reaped with SIGALRM blocked. Exploration finds bugs, CI
+#     needs a verdict.) The summary line compares two runs: same inputs,
+#     same coverage, same corpus size.
 #   - exploration (PLACE_FUZZ_SECONDS set): a random seed for that many
 #     seconds per target, keeping new inputs in OUTDIR/corpus-NAME between
 #     runs. Run it by hand or nightly; put what it finds in tests/fuzz/corpus.
@@ -71,6 +75,7 @@ done
 $CC -O1 -g -fsanitize=leak "$SRC/tests/fuzz/hwloc_probe.c" $(pkg-config --cflags --libs hwloc) -o "$OUT/hwloc_probe"
 
 status=0
+start=$(date +%s)
 for t in $TARGETS; do
 	[ -f "$SRC/tests/fuzz/$t.c" ] || { echo "fuzz: no tests/fuzz/$t.c"; status=1; continue; }
 	# shellcheck disable=SC2086
@@ -116,4 +121,5 @@ for t in $TARGETS; do
 		status=1
 	fi
 done
+echo "fuzz: done in $(($(date +%s) - start)) s (targets only, after the build)"
 exit "$status"
