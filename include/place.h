@@ -209,7 +209,11 @@ enum place_policy {
 /* (SIS_UTIL's utilization is the share of the LLC's registered workers'
  * time spent running tasks, from place_run_begin to place_run_end, as the
  * kernel counts running time; decayed, sampled at most once per
- * util_period_ns. The scan stops from about 85% busy.) */
+ * util_period_ns. The scan stops from about 85% busy. Runs of short tasks
+ * are sampled: one in 8 reads the clock and stands for 8; a task with no
+ * estimate yet, or a long one, is timed on every run. A bound of 0 is
+ * looked at again by a wakeup about to stack where an idle CPU is, once
+ * its period has passed: a quiet LLC does not keep it.) */
 /* Core scheduling (SMT isolation): tasks of different cookies never run at
  * once on SMT siblings of one core (see place_run_begin). On by default, so
  * that isolation is never silently off. Costs, on cores with more than one
