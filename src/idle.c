@@ -185,11 +185,12 @@ void place__util_refresh(struct place *p, int l)
 /*
  * util_avg is a decayed average: each period that passed halves the old
  * value, the sample (the busy fraction since the last recompute) fills the
- * rest. A quiet LLC so catches up at once. Returns the bound. The sample is each online CPU's
+ * rest. A quiet LLC so catches up at once. The sample is each online CPU's
  * run time since the last recompute (util_seen), over the online workers
  * (nr_registered): an offline CPU's time is left out, and one that comes
  * back (place_set_topology) brings none of its past. nr_idle_scan is
- * stored only when it changes.
+ * stored only when it changes, RECHECK with a 0 when a CPU is idle.
+ * Returns the bound.
  */
 uint32_t place__util_recompute(struct place *p, int l, uint64_t now, uint64_t stamp)
 {
@@ -307,10 +308,11 @@ PLACE_INLINE int task_edge(place *p, int cpu, place_task *t, struct place_task_r
  * or a long one (always_timed(): every run, weight 1), or belongs to a
  * timed run interval, or is the one run in PLACE_RUN_SAMPLE of short tasks
  * that the CPU's count picks (per CPU, not per task: a task that runs
- * fewer times is sampled all the same). Utilization takes a timed run's length times
- * its weight: 1, or PLACE_RUN_SAMPLE for a picked one, which stands for
- * the untimed runs around it (an estimate of run time, as perf's sampling
- * is; exact for long runs, whose clock reads cost nothing in comparison).
+ * rarely is sampled all the same). Utilization takes a timed run's length
+ * times its weight: 1, or PLACE_RUN_SAMPLE for a picked one, which stands
+ * for the untimed runs around it (an estimate of run time, as perf's
+ * sampling is; exact for long runs, whose clock reads cost nothing in
+ * comparison).
  * The short-task estimate takes only intervals timed from their start: a
  * short task's interval is timed when its first run is picked, so its
  * average moves on one interval in PLACE_RUN_SAMPLE.
@@ -416,7 +418,7 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 		/* the estimate: timed intervals only; never 0 once there is one
 		 * (0 means none, always timed: a 0 ns interval reads as 1 ns) */
 		if (r->run_interval == PLACE_IVL_TIMED)
-			r->avg_run_ns = update_avg(r->avg_run_ns, r->run_accum_ns) ?: 1;
+			r->avg_run_ns = update_avg(r->avg_run_ns, r->run_accum_ns | !r->run_accum_ns);
 		r->run_accum_ns = 0;
 		r->run_interval = PLACE_IVL_NONE;
 	}
