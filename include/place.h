@@ -49,6 +49,11 @@ PLACE_EXTERN const char *place_version_string(void);
 /* Errors                                                                    */
 
 #define PLACE_CPU_NONE (-1)
+/* The largest OS CPU number libplace accepts (place_topo_load): 8 times
+ * Linux's largest NR_CPUS (8192, x86 MAXSMP and powerpc), so a kernel that
+ * raises it still loads, while the arrays indexed by OS number stay small
+ * (256 KiB). */
+#define PLACE_CPU_OS_MAX 65535
 
 /* A short message for a negative errno returned by libplace (or any errno).
  * Any thread; static storage. */
@@ -86,7 +91,10 @@ typedef struct place_topo place_topo;
  *   -EINVAL  out is NULL, unknown source prefix, empty path or string,
  *            malformed synthetic string, unparsable XML (hwloc refuses it),
  *            an XML v3.0 export (hwloc 3; hwloc 2 reads v1 and v2 only),
- *            a directory given as PATH
+ *            a directory given as PATH, two PUs with one OS number, a
+ *            usable PU whose OS number is above PLACE_CPU_OS_MAX (65535:
+ *            arrays are indexed by OS number, and an export claiming CPU
+ *            1000000000 would cost gigabytes; refused before any is made)
  *   -ENOENT  the XML file does not exist; -EACCES it cannot be read
  *   -ENODEV  no usable CPU remains after the restrictions (for XML: the
  *            export's allowed_cpuset holds no PU)
@@ -201,7 +209,11 @@ enum place_policy {
 /* (SIS_UTIL's utilization is the share of the LLC's registered workers'
  * time spent running tasks, from place_run_begin to place_run_end, as the
  * kernel counts running time; decayed, sampled at most once per
- * util_period_ns. The scan stops from about 85% busy.) */
+ * util_period_ns. The scan stops from about 85% busy. Runs of short tasks
+ * are sampled: one in 8 reads the clock and stands for 8; a task with no
+ * estimate yet, or a long one, is timed on every run. A bound of 0 is
+ * looked at again by a wakeup about to stack where an idle CPU is, once
+ * its period has passed: a quiet LLC does not keep it.) */
 /* Core scheduling (SMT isolation): tasks of different cookies never run at
  * once on SMT siblings of one core (see place_run_begin). On by default, so
  * that isolation is never silently off. Costs, on cores with more than one

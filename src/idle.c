@@ -77,6 +77,9 @@ PLACE_INLINE void idle_publish(struct place *p, int cpu, struct place_llc *llc)
 	}
 	if (!place_load_32(&llc->has_idle_cores) && siblings_available(p, m, cpu))
 		place_store_32(&llc->has_idle_cores, 1);
+	/* SIS_UTIL said "overloaded, do not scan": an idle CPU may make it stale */
+	if (!place_load_32(&llc->nr_idle_scan))
+		place_cas_32(&llc->nr_idle_scan, 0, PLACE_SCAN_RECHECK);
 }
 
 void place__idle_publish(struct place *p, int cpu)
@@ -140,54 +143,82 @@ uint32_t place__scan_bound(uint64_t weight, uint64_t util)
 	return (uint32_t)(weight * (UTIL_ONE * UTIL_ONE - x * x) / (UTIL_ONE * UTIL_ONE));
 }
 
-/* cpu's run time until now: its finished runs, and the current run's part. */
-static uint64_t busy_until(const struct place_cpu *c, uint64_t now)
+/* Is the run of a task with average avg (0: none yet) timed at weight 1
+ * whatever else (run_weight())? The recompute reads it from curr_avg_ns. */
+static inline bool always_timed(const struct place *p, uint64_t avg)
+{
+	return !avg || avg >= p->timed_run_ns;
+}
+
+/* cpu's run time until now: its finished runs, and the current run's part
+ * when that run is timed at weight 1 (a sampled or untimed one counts at
+ * its end). */
+static uint64_t busy_until(const struct place *p, const struct place_cpu *c, uint64_t now)
 {
 	uint64_t start = place_load_64(&c->stamp);
+	bool timed = place_load_32(&c->running) && always_timed(p, place_load_64(&c->curr_avg_ns));
 
-	return place_load_64(&c->busy_ns) + (place_load_32(&c->running) && now > start ? now - start : 0);
+	return place_load_64(&c->busy_ns) + (timed && now > start ? now - start : 0);
 }
 
 /*
- * The scan bound is recomputed at most once per util_period_ns, from run_end
- * (the edge every busy CPU passes often). The common case is one relaxed
- * load and a compare; then the CPU whose CAS moves util_stamp forward does
+ * The scan bound is recomputed at most once per util_period_ns: from
+ * run_end (the edge every busy CPU passes often), and from a wakeup that
+ * the bound stops or cuts short (place__util_fresh, place__util_refresh),
+ * so that a quiet LLC, where no run_end comes, does not keep a bound older
+ * than its period. The common case is one relaxed load and a compare
+ * (place__util_due); then the CPU whose CAS moves util_stamp forward does
  * the recompute and everyone else goes on.
  */
-static inline void util_tick(struct place *p, int cpu, uint64_t now)
+static inline void util_tick(struct place *p, int l, uint64_t now)
 {
-	uint64_t stamp = place_load_64(&p->llc[p->map[cpu].llc].util_stamp);
+	uint64_t stamp;
 
-	if (now >= stamp + p->util_period_ns && now > stamp && place__feat(p, PLACE_FEAT_SIS_UTIL))
-		place__util_recompute(p, cpu, now, stamp);
+	if (place__util_due(p, l, now, &stamp))
+		place__util_recompute(p, l, now, stamp);
 }
 
-/* util_avg is a decayed average: each period that passed halves the old
- * value, the sample (the busy fraction since the last recompute) fills the
- * rest. A quiet LLC (no run_end for a while) so catches up at once.
- * nr_idle_scan is stored only when it changes. */
-void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stamp)
+/* A wakeup's scan in LLC l stopped at the bound: recompute it now if its
+ * period has passed, for the next wakeups (a clock read, on these only). */
+void place__util_refresh(struct place *p, int l)
 {
-	struct place_llc *llc = &p->llc[p->map[cpu].llc];
+	util_tick(p, l, place__now(p));
+}
+
+/*
+ * util_avg is a decayed average: each period that passed halves the old
+ * value, the sample (the busy fraction since the last recompute) fills the
+ * rest. A quiet LLC so catches up at once. The sample is each online CPU's
+ * run time since the last recompute (util_seen), over the online workers
+ * (nr_registered): an offline CPU's time is left out, and one that comes
+ * back (place_set_topology) brings none of its past. nr_idle_scan is
+ * stored only when it changes, RECHECK with a 0 when a CPU is idle.
+ * Returns the bound.
+ */
+uint32_t place__util_recompute(struct place *p, int l, uint64_t now, uint64_t stamp)
+{
+	struct place_llc *llc = &p->llc[l];
 	uint64_t busy = 0, nreg, sample, avg, periods;
 	uint32_t nr;
+	bool idle = false;
 
 	if (!place_cas_64(&llc->util_stamp, &stamp, now))
-		return; /* another CPU of the LLC does this period */
+		return place_load_32(&llc->nr_idle_scan) & PLACE_SCAN_NR; /* another CPU does this period */
 	for (int pos = 0; pos < llc->weight; pos++) {
-		const struct place_cpu *c = &p->cpu[place__llc_cpu(p, p->map[cpu].llc, pos)];
+		int cpu = place__llc_cpu(p, l, pos);
+		uint64_t b = busy_until(p, &p->cpu[cpu], now), seen = place_load_64(&p->util_seen[cpu]);
+		uint64_t s = place__state(p, cpu);
 
-		/* nr_registered counts online CPUs only: so does the busy time (a
-		 * CPU that leaves makes the total go back once: one sample lost) */
-		if (!(place_load_64(&c->state) & PLACE_ST_OFFLINE))
-			busy += busy_until(c, now);
+		/* b < seen: a torn busy_ns/running/stamp read, this CPU skipped */
+		if (b > seen && !(s & PLACE_ST_OFFLINE))
+			busy += b - seen;
+		place_store_64(&p->util_seen[cpu], b);
+		idle |= place__st_available(s);
 	}
 	nreg = place_load_64(&llc->nr_registered);
-	sample = busy - place_load_64(&llc->util_busy);
-	place_store_64(&llc->util_busy, busy);
-	if (!nreg || busy < sample /* went backwards: a torn busy_ns/running/stamp read */)
-		return;
-	sample = sample * UTIL_ONE / ((now - stamp) * nreg);
+	if (!nreg)
+		return place_load_32(&llc->nr_idle_scan) & PLACE_SCAN_NR;
+	sample = busy * UTIL_ONE / ((now - stamp) * nreg);
 	if (sample > UTIL_ONE)
 		sample = UTIL_ONE;
 	periods = p->util_period_ns ? (now - stamp) / p->util_period_ns : 1;
@@ -197,8 +228,9 @@ void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stam
 		avg = (place_load_64(&llc->util_avg) >> periods) + sample - (sample >> periods);
 	place_store_64(&llc->util_avg, avg);
 	nr = place__scan_bound(nreg, avg);
-	if (nr != place_load_32(&llc->nr_idle_scan))
-		place_store_32(&llc->nr_idle_scan, nr);
+	if ((nr | (!nr && idle ? PLACE_SCAN_RECHECK : 0)) != place_load_32(&llc->nr_idle_scan))
+		place_store_32(&llc->nr_idle_scan, nr | (!nr && idle ? PLACE_SCAN_RECHECK : 0));
+	return nr;
 }
 
 /* ---- the worker's edges ------------------------------------------------ */
@@ -273,12 +305,41 @@ PLACE_INLINE int task_edge(place *p, int cpu, place_task *t, struct place_task_r
 	return d;
 }
 
+/*
+ * No clock read on the common run edge (issue 13.1). A run is timed (its
+ * run_begin and run_end read the clock) when its task has no estimate yet
+ * or a long one (always_timed(): every run, weight 1), or belongs to a
+ * timed run interval, or is the one run in PLACE_RUN_SAMPLE of short tasks
+ * that the CPU's count picks (per CPU, not per task: a task that runs
+ * rarely is sampled all the same). Utilization takes a timed run's length
+ * times its weight: 1, or PLACE_RUN_SAMPLE for a picked one, which stands
+ * for the untimed runs around it (an estimate of run time, as perf's
+ * sampling is; exact for long runs, whose clock reads cost nothing in
+ * comparison).
+ * The short-task estimate takes only intervals timed from their start: a
+ * short task's interval is timed when its first run is picked, so its
+ * average moves on one interval in PLACE_RUN_SAMPLE.
+ * Returns the run's weight and PLACE_RUN_TIMED; sets t's interval state.
+ */
+PLACE_INLINE uint8_t run_weight(struct place *p, int cpu, struct place_task_rec *r)
+{
+	uint8_t w;
+
+	if (always_timed(p, r->avg_run_ns))
+		w = 1;
+	else
+		w = ++p->slot[cpu].run_seq % PLACE_RUN_SAMPLE ? 0 : PLACE_RUN_SAMPLE;
+	if (r->run_interval == PLACE_IVL_NONE)
+		r->run_interval = w ? PLACE_IVL_TIMED : PLACE_IVL_UNTIMED;
+	return w || r->run_interval == PLACE_IVL_TIMED ? w | PLACE_RUN_TIMED : 0;
+}
+
 PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 {
 	struct place_task_rec *r;
 	int d = between_tasks(p, task_edge(p, cpu, t, &r));
 	struct place_cpu *c;
-	uint64_t now, cookie;
+	uint64_t cookie;
 	uint32_t group;
 
 	if (d < 0)
@@ -294,15 +355,17 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	cookie = place_load_64(&r->cookie);
 	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
 		return place__cookie_refused(p, d);
-	now = place__now(p);
-	if (place__cookie_on(p, d))
-		place__cookie_forced_end(p, d, now);
+	if (place__cookie_on(p, d) && p->slot[d].forced_since) /* a forced-idle period ends */
+		place__cookie_forced_end(p, d, place__now(p));
 	start_delivery(p, d, r);
 	place__numa_begin(p, d, r, group); /* its node counts the group's task */
-	place_store_64(&c->stamp, now); /* before running: the recompute reads both */
+	r->run_weight = run_weight(p, d, r);
+	/* stamp and curr_avg_ns before running: the recompute reads all three */
+	if (r->run_weight & PLACE_RUN_TIMED)
+		place_store_64(&c->stamp, place__now(p));
+	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
 	place_store_32(&c->running, 1);
 	c->curr = t;
-	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
 	c->curr_cookie = cookie; /* what run_end gives back to the core */
 	r->prev_cpu = cpu;
 	return 0;
@@ -316,12 +379,24 @@ static uint64_t update_avg(uint64_t avg, uint64_t sample)
 	return sample >= avg ? avg + (sample - avg) / 8 : avg - (avg - sample) / 8;
 }
 
+/* A timed run ends on cpu: its length goes to t's interval and, weighted,
+ * to the CPU's run time; the scan bound's period may have passed. */
+static void run_timed_end(struct place *p, int cpu, struct place_task_rec *r)
+{
+	struct place_cpu *c = &p->cpu[cpu];
+	uint64_t now = place__now(p), ran = now > c->stamp ? now - c->stamp : 0;
+
+	r->run_accum_ns += ran;
+	place_store_64(&c->busy_ns, c->busy_ns + ran * (r->run_weight & ~PLACE_RUN_TIMED));
+	place_store_64(&c->stamp, now);
+	util_tick(p, p->map[cpu].llc, now);
+}
+
 PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 {
 	struct place_task_rec *r;
 	int d = task_edge(p, cpu, t, &r);
 	struct place_cpu *c;
-	uint64_t now, ran;
 
 	if (d < 0)
 		return d;
@@ -331,23 +406,24 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	if (place__cookie_on(p, d))
 		place__cookie_leave(p, d, c->curr_cookie); /* t no longer runs on the core */
 	place__numa_end(p, d); /* nor on the node, for its group */
-	now = place__now(p);
-	ran = now > c->stamp ? now - c->stamp : 0;
-	r->run_accum_ns += ran;
 	if (how == PLACE_RUN_PREEMPT) {
 		/* Still runnable here: it counts in this CPU's queue again. */
 		place__st_enqueue(&c->state);
 		r->queued_cpu = cpu;
 		r->claim_gen = 0;
-	} else {
-		r->avg_run_ns = update_avg(r->avg_run_ns, r->run_accum_ns);
-		r->run_accum_ns = 0;
 	}
+	if (r->run_weight & PLACE_RUN_TIMED)
+		run_timed_end(p, d, r);
+	place_store_32(&c->running, 0); /* before curr_avg_ns: see busy_until() */
 	c->curr = NULL;
 	place_store_64(&c->curr_avg_ns, 0);
-	place_store_64(&c->busy_ns, c->busy_ns + ran); /* utilization: run time */
-	place_store_32(&c->running, 0);
-	place_store_64(&c->stamp, now);
-	util_tick(p, d, now);
+	if (how == PLACE_RUN_SLEEP) {
+		/* the estimate: timed intervals only; never 0 once there is one
+		 * (0 means none, always timed: a 0 ns interval reads as 1 ns) */
+		if (r->run_interval == PLACE_IVL_TIMED)
+			r->avg_run_ns = update_avg(r->avg_run_ns, r->run_accum_ns | !r->run_accum_ns);
+		r->run_accum_ns = 0;
+		r->run_interval = PLACE_IVL_NONE;
+	}
 	return 0;
 }

@@ -24,6 +24,15 @@ static inline uint64_t place__state(const struct place *p, int cpu)
 	return place_load_64(&p->cpu[cpu].state);
 }
 
+/* word with one QUEUED task fewer, unless QUEUED is 0 or saturated
+ * (PLACE_ST_QUEUED_SAT: a lost count never comes back down) */
+static inline uint64_t place__st_dequeue(uint64_t word)
+{
+	uint32_t q = place__st_queued(word);
+
+	return q && q != PLACE_ST_QUEUED_SAT ? word - PLACE_ST_QUEUED_ONE : word;
+}
+
 /* Claim an available CPU: CLAIMED, one QUEUED task, a new generation.
  * seen is the value the caller probed. False when it is (or becomes) not
  * available. Any thread. */
@@ -66,9 +75,9 @@ static inline uint64_t place__st_deliver(uint64_t *state, bool leave_idle, bool 
 			want &= ~PLACE_ST_IDLE;
 		if (deliver && gen) {
 			if ((old & PLACE_ST_CLAIMED) && place__st_gen(old) == gen && place__st_queued(old))
-				want = (want & ~PLACE_ST_CLAIMED) - PLACE_ST_QUEUED_ONE;
-		} else if (deliver && place__st_queued(old)) {
-			want -= PLACE_ST_QUEUED_ONE;
+				want = place__st_dequeue(want & ~PLACE_ST_CLAIMED);
+		} else if (deliver) {
+			want = place__st_dequeue(want);
 		}
 		if (want == old)
 			break;
@@ -91,12 +100,13 @@ static inline uint64_t place__st_change(uint64_t *state, uint64_t set, uint64_t 
 	return old;
 }
 
-/* One more task queued here without a claim (stacked, preempted). */
+/* One more task queued here without a claim (stacked, preempted); a
+ * saturated count stays saturated (PLACE_ST_QUEUED_SAT). */
 PLACE_INLINE void place__st_enqueue(uint64_t *state)
 {
 	uint64_t old = place_load_64(state);
 
-	while (place__st_queued(old) < (PLACE_ST_QUEUED_MASK >> 8) &&
+	while (place__st_queued(old) < PLACE_ST_QUEUED_SAT &&
 	       !place_cas_64(state, &old, old + PLACE_ST_QUEUED_ONE))
 		;
 }
@@ -110,9 +120,7 @@ static inline bool place__st_release(uint64_t *state, uint64_t *after)
 	do {
 		if (!(old & PLACE_ST_CLAIMED))
 			return false;
-		want = old & ~PLACE_ST_CLAIMED;
-		if (place__st_queued(old))
-			want -= PLACE_ST_QUEUED_ONE;
+		want = place__st_dequeue(old & ~PLACE_ST_CLAIMED);
 	} while (!place_cas_64(state, &old, want));
 	*after = want;
 	return true;

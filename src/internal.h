@@ -52,6 +52,15 @@
 #define PLACE_ST_QUEUED_ONE (UINT64_C(1) << 8)
 #define PLACE_ST_QUEUED_MASK (UINT64_C(0xffffff) << 8)
 #define PLACE_ST_GEN_SHIFT 32
+/*
+ * QUEUED's largest value, 2^24 - 1, means "saturated: the count was lost",
+ * not a count: an enqueue that reaches it stays there, and no delivery or
+ * release takes it back down. The CPU then never looks available (its
+ * queue may hold any number of tasks): one CPU fewer to claim, never a
+ * claim over queued tasks. Exact below that: 16.7 M tasks queued on one
+ * CPU, each with its own task record (120 bytes: 1.9 GiB of them).
+ */
+#define PLACE_ST_QUEUED_SAT UINT32_C(0xffffff)
 
 static inline bool place__st_available(uint64_t s)
 {
@@ -112,17 +121,20 @@ struct place_cpu {
 	 * the run cannot unbalance it); run_end and unregister remove exactly
 	 * that. Worker only (plain accesses from its thread). */
 	uint64_t curr_cookie;
-	/* The worker's last run edge: when the current run began while it runs
-	 * a task, when the last run ended while not. Written by the worker
-	 * (relaxed stores), which reads it plain: run_end takes the run's
-	 * length from it, the worker's own wakeups use it as "now" to decay
-	 * wakee flips. The scan-bound recompute (any CPU of the LLC) reads it
-	 * relaxed, with running, for the current run's part of busy_ns. */
+	/* The worker's last clock reading, on a timed run edge (idle.c: not
+	 * every run is timed): when the current run began while it runs a
+	 * timed one. Written by the worker (relaxed stores), which reads it
+	 * plain: run_end takes a timed run's length from it, the worker's own
+	 * wakeups use it as "now" to decay wakee flips (stale by a few runs at
+	 * most, against a one-second decay). The scan-bound recompute (any CPU
+	 * of the LLC) reads it relaxed, with running and curr_avg_ns, for the
+	 * current run's part of busy_ns when that run is timed at weight 1. */
 	uint64_t stamp;
 	/* Utilization input: ns of finished runs (the kernel's notion too:
-	 * running time, not time between parks). Worker writes relaxed at
-	 * run_end; the recompute reads relaxed: a torn busy_ns/running/stamp
-	 * read skews one sample of a decayed average. */
+	 * running time, not time between parks), each timed run weighted by
+	 * the runs it stands for (idle.c). Worker writes relaxed at run_end;
+	 * the recompute reads relaxed: a torn busy_ns/running/stamp read skews
+	 * one sample of a decayed average. */
 	uint64_t busy_ns;
 	/* Its LLC (read-only after create): the idle edge reaches the LLC's
 	 * hints from this line, which it has at hand. */
@@ -186,8 +198,13 @@ struct place_llc {
 	 * without SMT has no idle core to find (scans test smt first); its
 	 * flag stays 1, so that the idle edge has nothing to do for it. */
 	alignas(PLACE_CACHELINE) uint32_t has_idle_cores;
-	/* SIS_UTIL scan bound. Written (only when it changes) by the one CPU
-	 * that won the recompute; read relaxed by scans. */
+	/* SIS_UTIL scan bound (PLACE_SCAN_NR bits), and PLACE_SCAN_RECHECK:
+	 * the bound is 0 but a CPU of the LLC is idle, so a wakeup about to
+	 * stack checks first that the 0 is not older than its period (issue
+	 * 14.1: a quiet LLC has no run_end to recompute it). Written (only
+	 * when it changes) by the one CPU that won the recompute; RECHECK also
+	 * by a CPU entering idle (CAS 0 -> RECHECK: never over a bound). Read
+	 * relaxed by scans: a stale RECHECK costs one clock read. */
 	uint32_t nr_idle_scan;
 	/* Registered workers of online CPUs in this LLC: the weight the bound
 	 * scales. register/unregister/place_set_topology write with atomic add
@@ -195,12 +212,16 @@ struct place_llc {
 	 * recompute reads relaxed. */
 	uint64_t nr_registered;
 	/* Recompute gate: the CPU whose CAS moves util_stamp forward does the
-	 * recompute; the others skip. util_busy and util_avg (fixed point,
-	 * 1024 = all busy) are then written by that winner only. */
+	 * recompute; the others skip. util_avg (fixed point, 1024 = all busy)
+	 * and the LLC's util_seen entries are then written by that winner only
+	 * (relaxed: a winner of the next period racing a slow one skews one
+	 * sample of a decayed average). */
 	uint64_t util_stamp;
-	uint64_t util_busy;
 	uint64_t util_avg;
 };
+
+#define PLACE_SCAN_RECHECK UINT32_C(0x80000000)
+#define PLACE_SCAN_NR (PLACE_SCAN_RECHECK - 1)
 
 /* Statistics, schedstat-like. One list drives the slots and place_stats. */
 #define PLACE_STATS(X)                                                                             \
@@ -240,6 +261,9 @@ struct place_stat_slot {
 	 * when nothing was counted; run_end and unregister remove exactly that.
 	 * Its worker only, plain accesses (as forced_since). */
 	uint64_t curr_group;
+	/* Per-CPU slots only: runs begun here, for one timed run in
+	 * PLACE_RUN_SAMPLE of short tasks (idle.c). Its worker only, plain. */
+	uint32_t run_seq;
 };
 
 /*
@@ -259,7 +283,7 @@ struct place_task_rec {
 	uint32_t wakee_flips;    /* as a waker: how often it switched wakee */
 	uint64_t flip_decay_ns;  /* when wakee_flips was last halved */
 	const void *last_wakee;
-	uint64_t avg_run_ns;     /* average run between sleeps */
+	uint64_t avg_run_ns;     /* average run between sleeps (timed ones, idle.c) */
 	uint64_t run_accum_ns;   /* run since it last slept (preemptions add up) */
 	uint64_t cookie;         /* place_task_set_cookie stores, any thread; the
 	                          * task's run_begin and wakeups load; relaxed */
@@ -269,9 +293,19 @@ struct place_task_rec {
 	uint32_t numa_pending;   /* dense node + 1 whose moving count holds t (moved
 	                          * there, not started yet), 0 = none */
 	uint64_t numa_moved_ns;  /* when its last NUMA move was decided, 0 = never */
+	/* Run-time sampling (idle.c), touched only by its run edges: */
+	uint8_t run_weight;      /* this run: its utilization weight (0, 1, PLACE_RUN_SAMPLE)
+	                          * and PLACE_RUN_TIMED when run_begin read the clock */
+	uint8_t run_interval;    /* since it last slept: PLACE_IVL_* */
 };
 _Static_assert(sizeof(struct place_task_rec) <= sizeof(((place_task *)0)->priv),
 	       "the task record fits in place_task.priv");
+
+/* Run-time sampling (idle.c): one run in PLACE_RUN_SAMPLE of a short task
+ * is timed; the run interval since its last sleep is timed whole or not. */
+#define PLACE_RUN_SAMPLE 8
+#define PLACE_RUN_TIMED 0x80
+enum { PLACE_IVL_NONE, PLACE_IVL_TIMED, PLACE_IVL_UNTIMED };
 
 static inline struct place_task_rec *place__rec(place_task *t)
 {
@@ -313,6 +347,8 @@ struct place {
 	void *clock_arg;
 	uint64_t short_task_ns;
 	uint64_t util_period_ns;
+	uint64_t timed_run_ns;        /* every run of a task whose average is this long is
+	                               * timed (idle.c); read-only after create */
 	struct place_cpu *cpu;        /* [nr_cpus] */
 	struct place_cpu_map *map;    /* [nr_cpus] */
 	int *sib_next;                /* [nr_cpus] the next SMT sibling, a ring over the core
@@ -322,6 +358,8 @@ struct place {
 	struct place_llc *llc;        /* [nr_llcs] */
 	struct place_stat_slot *slot; /* [nr_cpus] */
 	struct place_stat_slot *ext;  /* [nr_llcs] */
+	uint64_t *util_seen;          /* [nr_cpus] SIS_UTIL: busy_until() at its LLC's last
+	                               * recompute, which alone writes it (see place_llc) */
 	uint64_t *words;              /* backing store of every LLC mask */
 	/* NUMA groups (numa.h). Read-only after create except the counters. */
 	bool numa_count;              /* NUMA on and more than one node: keep counts */
@@ -439,8 +477,42 @@ void place__idle_publish(struct place *p, int cpu);
 void place__idle_withdraw(struct place *p, int cpu);
 void place__exact_unpublish(struct place *p, int cpu);
 bool place__core_available(const struct place *p, int cpu);
-void place__util_recompute(struct place *p, int cpu, uint64_t now, uint64_t stamp);
+uint32_t place__util_recompute(struct place *p, int l, uint64_t now, uint64_t stamp);
+void place__util_refresh(struct place *p, int l);
 uint32_t place__scan_bound(uint64_t weight, uint64_t util);
 void place__after_delivery(struct place *p, int cpu, uint64_t before, uint64_t after);
+
+/* SIS_UTIL: is LLC l's scan bound due for a recompute at now (its period
+ * has passed since util_stamp, which *stamp gets)? */
+static inline bool place__util_due(const struct place *p, int l, uint64_t now, uint64_t *stamp)
+{
+	*stamp = place_load_64(&p->llc[l].util_stamp);
+	return now >= *stamp + p->util_period_ns && now > *stamp && place__feat(p, PLACE_FEAT_SIS_UTIL);
+}
+
+/*
+ * A wakeup in LLC l is about to stack because its scan bound is 0: should
+ * it check first that the 0 is not older than its period (a quiet LLC,
+ * where no run_end recomputes it: issue 14.1)? Only where an idle CPU makes
+ * it worth a look (RECHECK), and there on one such wakeup in
+ * PLACE_RECHECK_EVERY, counted by the statistic the wakeup is about to
+ * bump (*stacked, its stacked wakeups in the waker's slot): the clock read
+ * so costs the busy LLCs little, and a stale bound outlives its period by
+ * at most that many stacked wakeups per slot.
+ */
+#define PLACE_RECHECK_EVERY 8
+static inline bool place__util_recheck(const struct place *p, int l, const uint64_t *stacked)
+{
+	return (place_load_32(&p->llc[l].nr_idle_scan) & PLACE_SCAN_RECHECK) &&
+	       !(place_load_64(stacked) & (PLACE_RECHECK_EVERY - 1));
+}
+
+/* The check: LLC l's bound, recomputed first when its period has passed. */
+static inline uint32_t place__util_fresh(struct place *p, int l)
+{
+	uint64_t now = place__now(p), stamp;
+
+	return place__util_due(p, l, now, &stamp) ? place__util_recompute(p, l, now, stamp) : 0;
+}
 
 #endif /* PLACE_INTERNAL_H */

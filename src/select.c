@@ -458,6 +458,13 @@ PLACE_INLINE void set_scan_sibling(struct wake *w)
 	}
 }
 
+/* The count of stacked wakeups that this one adds to (wake_commit()). */
+static const uint64_t *stacked(const struct wake *w)
+{
+	return w->waker >= 0 ? &w->p->slot[w->waker].v[PLACE_STAT_hit_fallback]
+			     : &w->p->ext[w->tm->llc].v[PLACE_STAT_hit_fallback];
+}
+
 /*
  * select_idle_cpu() of seed 001 over the target's LLC: SIS_CORE iterates the
  * core-granule mask, LINEAR every CPU, both from target + 1 with wraparound.
@@ -476,7 +483,7 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 	if (w->p->policy == PLACE_POLICY_EXACT)
 		return scan_exact(w, llc, core);
 	if (place__feat(w->p, PLACE_FEAT_SIS_UTIL) && !core)
-		nr = (int)place_load_32(&llc->nr_idle_scan) + 1; /* !--nr stops the scan; not 1 (overloaded) */
+		nr = (int)(place_load_32(&llc->nr_idle_scan) & PLACE_SCAN_NR) + 1; /* !--nr stops it; not 1 */
 	/* consume the fail-prone mark (CAS 1 -> 0, so one scan takes it);
 	 * partner: set_scan_sibling()'s relaxed store, a hint */
 	if (sis_core && place__feat(w->p, PLACE_FEAT_SCAN_SIBLING))
@@ -499,6 +506,9 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 			return scan_hit(w, &it, core ? PLACE_STAT_hit_idle_core
 					: w->cpu == cpu ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_sibling);
 	}
+	/* the bound cut it short: its age looked at as place__util_recheck() does */
+	if (!nr && !(place_load_64(stacked(w)) & (PLACE_RECHECK_EVERY - 1)))
+		place__util_refresh(w->p, tm->llc); /* for the next wakeups */
 	if (core && place_load_32(&llc->has_idle_cores))
 		place_store_32(&llc->has_idle_cores, 0); /* a full scan found no idle core */
 	if (fallback >= 0)
@@ -562,7 +572,8 @@ PLACE_INLINE int select_idle_sibling(struct wake *w)
 	if (core)
 		return SCAN_CORES;
 	/* SIS_UTIL: overloaded, unlikely to find one (EXACT has no bound) */
-	if (w->p->scan_bounded && !place_load_32(&w->tllc->nr_idle_scan))
+	if (w->p->scan_bounded && !(place_load_32(&w->tllc->nr_idle_scan) & PLACE_SCAN_NR) &&
+	    !(place__util_recheck(w->p, w->tm->llc, stacked(w)) && place__util_fresh(w->p, w->tm->llc)))
 		return PLACE_STAT_hit_fallback;
 	return SCAN_CPUS;
 }
@@ -968,24 +979,27 @@ PLACE_NOINLINE int wake_worker_busy_unlock(place *p, place_task *t, int waker_cp
  * cookie that prev's core does not admit, a group the instance refuses):
  * the busy path then decides it in the kernel's order from the start.
  */
-PLACE_INLINE bool overloaded(place *p, place_task *t, int prev, uint64_t *probes)
+enum over { OVER_NOT, OVER_STACK, OVER_RECHECK /* stack, but RECHECK is set */ };
+
+PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 {
 	struct place_task_rec *r = place__rec(t);
 	const struct place_cpu_map *m = &p->map[prev];
 	const struct place_llc *llc = &p->llc[m->llc];
+	uint32_t scan = place_load_32(&llc->nr_idle_scan); /* the bound, 0, or 0 and RECHECK */
 	int recent;
 
-	if (!p->scan_bounded || place_load_32(&llc->nr_idle_scan) ||
-	    (llc->smt && place_load_32(&llc->has_idle_cores)) || !short_fits(p, r, prev))
-		return false;
+	if (!p->scan_bounded || (scan & PLACE_SCAN_NR) || (llc->smt && place_load_32(&llc->has_idle_cores)) ||
+	    !short_fits(p, r, prev))
+		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
 	    (++*probes, place__st_available(place__state(p, recent))))
-		return false;
+		return OVER_NOT;
 	for (int sib = p->sib_next[prev]; sib != prev; sib = p->sib_next[sib])
 		if (++*probes, place__st_available(place__state(p, sib)))
-			return false;
-	return true;
+			return OVER_NOT;
+	return scan ? OVER_RECHECK : OVER_STACK;
 }
 
 /* overloaded(): stack t on prev, closing the read section. */
@@ -1092,10 +1106,36 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	if (g == PREV_IDLE)
 		return prev_idle_unlock(p, t, waker_cpu, waker, flags, prev, state, probes);
 	stack_probes = probes; /* overloaded()'s own probes count only when it stacks */
-	/* WIDEN as the whole path: not when prev is the waker's own CPU */
-	if (overloaded(p, t, prev, &stack_probes) && (waker == prev || !place__widen_may(p, prev, p->map[prev].llc)))
+	/* a bound flagged RECHECK: the busy path looks at its age as the whole
+	 * path does; WIDEN as the whole path: not onto the waker's own CPU */
+	if (overloaded(p, t, prev, &stack_probes) == OVER_STACK &&
+	    (waker == prev || !place__widen_may(p, prev, p->map[prev].llc)))
 		return stack_unlock(p, t, waker, prev, stack_probes);
 	return wake_worker_busy_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+}
+
+/* The same, unless the bound of 0 was older than its period (a quiet LLC,
+ * issue 14.1) and now lets a scan run: then the busy path decides. Apart,
+ * so that only this one pays for the clock read (a call's saved registers). */
+PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+				     uint64_t probes)
+{
+	if (place__util_fresh(p, p->map[prev].llc))
+		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
+	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
+}
+
+/* An idle CPU flagged the bound of 0 (RECHECK): look at its age when
+ * place__util_recheck() says to (not from overloaded(), whose caller's
+ * registers would pay for it). */
+PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+				       uint64_t probes)
+{
+	int llc = p->map[prev].llc;
+
+	if (place__util_recheck(p, llc, &p->ext[llc].v[PLACE_STAT_hit_fallback]))
+		return wake_stale_unlock(p, t, waker_cpu, flags, prev, probes);
+	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
 }
 
 /* This thread's first wakeup: its RCU reader slot, then the whole path
@@ -1127,8 +1167,14 @@ PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned f
 	case PREV_IDLE:
 		return wake_prev_idle_unlock(p, t, waker_cpu, flags, prev, state);
 	case PREV_BUSY:
-		if (overloaded(p, t, prev, &probes))
+		switch (overloaded(p, t, prev, &probes)) {
+		case OVER_STACK:
 			return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
+		case OVER_RECHECK:
+			return wake_recheck_unlock(p, t, waker_cpu, flags, prev, probes);
+		case OVER_NOT:
+			break;
+		}
 		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
 	case WHOLE_PATH:
 		break;

@@ -385,7 +385,8 @@ static void fill_rec(struct pu_rec *r, hwloc_obj_t pu)
 }
 
 /* Records of the usable PUs, in hwloc's logical order. */
-static int read_pus(hwloc_topology_t t, hwloc_const_bitmap_t usable, struct pu_rec **out, int *nr)
+static int read_pus(hwloc_topology_t t, hwloc_const_bitmap_t usable, const char *name, struct pu_rec **out,
+		    int *nr)
 {
 	int n = 0, max = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
 	struct pu_rec *recs = calloc(max > 0 ? (size_t)max : 1, sizeof(*recs));
@@ -393,10 +394,19 @@ static int read_pus(hwloc_topology_t t, hwloc_const_bitmap_t usable, struct pu_r
 
 	if (!recs)
 		return -ENOMEM;
-	while ((pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu)) != NULL)
-		if (pu->os_index != HWLOC_UNKNOWN_INDEX && pu->os_index < INT32_MAX &&
-		    hwloc_bitmap_isset(usable, pu->os_index))
-			fill_rec(&recs[n++], pu);
+	while ((pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu)) != NULL) {
+		if (pu->os_index == HWLOC_UNKNOWN_INDEX || !hwloc_bitmap_isset(usable, pu->os_index))
+			continue;
+		/* arrays are sized by the largest OS number: refuse one past
+		 * the limit before anything is (issue 14.5: 1e9 took 3.8 GiB) */
+		if (pu->os_index > PLACE_CPU_OS_MAX) {
+			free(recs);
+			return place__fail(-EINVAL, "%s: a PU has OS index %u, beyond libplace's limit %d "
+					   "(PLACE_CPU_OS_MAX; Linux's largest NR_CPUS is 8192)", name,
+					   pu->os_index, PLACE_CPU_OS_MAX);
+		}
+		fill_rec(&recs[n++], pu);
+	}
 	*out = recs;
 	*nr = n;
 	return 0;
@@ -413,7 +423,7 @@ static int load_records(const struct src *s, struct pu_rec **recs, int *nr)
 	usable = hwloc_bitmap_alloc();
 	err = usable ? usable_cpuset(t, s, usable) : -ENOMEM;
 	if (err == 0)
-		err = read_pus(t, usable, recs, nr);
+		err = read_pus(t, usable, s->name, recs, nr);
 	hwloc_bitmap_free(usable);
 	hwloc_topology_destroy(t);
 	if (err == -ENOMEM)

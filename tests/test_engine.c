@@ -311,9 +311,10 @@ START_TEST(t_wakeup_ex_claimed)
 }
 END_TEST
 
-/* Give the task running on cpu a short history: three runs of 100 us. */
+/* Give the task running on cpu a short history: four runs of 100 us. */
 static void make_short(struct env *e, int cpu, place_task *t)
 {
+	e->now += 100000;
 	ck_assert_int_eq(place_run_end(e->p, cpu, t, PLACE_RUN_SLEEP), 0);
 	for (int i = 0; i < 3; i++) {
 		env_run(e, cpu, t);
@@ -391,15 +392,15 @@ START_TEST(t_scan_bound)
 
 	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
 	drive_util(&e, 0, 4);
-	ck_assert_uint_eq(env_llc(&e, 0)->nr_idle_scan, 8);
+	ck_assert_uint_eq(env_bound(&e, 0), 8);
 	drive_util(&e, 90, 12);
-	ck_assert_msg(env_llc(&e, 0)->nr_idle_scan == 0, "90%% busy: bound %u, util %lu/1024",
-		      env_llc(&e, 0)->nr_idle_scan, (unsigned long)env_llc(&e, 0)->util_avg);
+	ck_assert_msg(env_bound(&e, 0) == 0, "90%% busy: bound %u, util %lu/1024",
+		      env_bound(&e, 0), (unsigned long)env_llc(&e, 0)->util_avg);
 	drive_util(&e, 50, 12);
-	ck_assert_uint_gt(env_llc(&e, 0)->nr_idle_scan, 0);
-	ck_assert_uint_lt(env_llc(&e, 0)->nr_idle_scan, 8);
+	ck_assert_uint_gt(env_bound(&e, 0), 0);
+	ck_assert_uint_lt(env_bound(&e, 0), 8);
 	drive_util(&e, 0, 12);
-	ck_assert_uint_eq(env_llc(&e, 0)->nr_idle_scan, 8);
+	ck_assert_uint_eq(env_bound(&e, 0), 8);
 	env_close(&e);
 }
 END_TEST
@@ -428,7 +429,7 @@ START_TEST(t_util_is_run_time)
 		}
 	ck_assert_msg(env_llc(&e, 0)->util_avg < 1024 / 5, "util %lu/1024 for 10%% run time",
 		      (unsigned long)env_llc(&e, 0)->util_avg);
-	ck_assert_uint_ge(env_llc(&e, 0)->nr_idle_scan, 7);
+	ck_assert_uint_ge(env_bound(&e, 0), 7);
 	env_close(&e);
 }
 END_TEST
@@ -893,7 +894,8 @@ static void agree_note(struct env *e, place_task *t, int cpu, int waker, struct 
 		return;
 	}
 	*idle = place__st_available(s);
-	*over = !*idle && e->p->scan_bounded && !llc->nr_idle_scan && !(llc->smt && llc->has_idle_cores);
+	*over = !*idle && e->p->scan_bounded && !(llc->nr_idle_scan & PLACE_SCAN_NR) &&
+		!(llc->smt && llc->has_idle_cores);
 }
 
 /* One step, drawn by r; *answer gets what its call returned (INT_MIN: none). */
@@ -1009,6 +1011,172 @@ START_TEST(t_short_paths_agree)
 }
 END_TEST
 
+/* QUEUED is 24 bits: a count that reaches 2^24 - 1 has lost tasks, and
+ * stays there (issue 14.7). Before, the enqueue stopped at the top and
+ * each delivery went on taking one off, so after its real tasks had gone
+ * the CPU looked available with tasks still queued. Here: 2^24 - 2 queued,
+ * two preemptions saturate it, a delivery and a claim release leave it
+ * saturated, and the CPU is never offered as idle. */
+START_TEST(t_queued_saturates_sticky)
+{
+	struct env e;
+	place_task *a = &e.task[40], *b = &e.task[41];
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 1, a);
+	e.p->cpu[1].state += (uint64_t)(PLACE_ST_QUEUED_SAT - 2) << 8;
+	ck_assert_int_eq(place_run_end(e.p, 1, a, PLACE_RUN_PREEMPT), 0);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 1)), PLACE_ST_QUEUED_SAT - 1);
+	env_run(&e, 1, b); /* not queued here: nothing to deliver */
+	ck_assert_int_eq(place_run_end(e.p, 1, b, PLACE_RUN_PREEMPT), 0);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 1)), PLACE_ST_QUEUED_SAT);
+	env_run(&e, 1, a); /* a leaves the queue: the count stays lost */
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 1)), PLACE_ST_QUEUED_SAT);
+	env_park(&e, 1, a);
+	ck_assert(!env_available(&e, 1));
+	e.p->cpu[1].state |= PLACE_ST_CLAIMED; /* a claim ending: neither */
+	ck_assert_int_eq(place_claim_release(e.p, 1), 0);
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 1)), PLACE_ST_QUEUED_SAT);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_ne(env_wake(&e, &e.task[i], PLACE_CPU_NONE, 0), 1);
+	env_close(&e);
+}
+END_TEST
+
+/* Issue 14.1: a burst drives the bound to 0; then one long task runs on
+ * CPU 0 and the other CPUs of the LLC park, and nothing calls run_end. The
+ * bound was recomputed only from run_end, so it stayed 0 and every external
+ * wakeup stacked on the busy CPU 0 (no SMT: no idle-core hint to hide it).
+ * Once its period has passed, a wakeup looks at its age (at most
+ * PLACE_RECHECK_EVERY stacked wakeups later: the check is amortised),
+ * recomputes it, and the wakeups find the seven idle CPUs. SIS_CORE and
+ * LINEAR (EXACT has no bound). */
+START_TEST(t_quiet_llc_after_burst)
+{
+	static const int pol[] = { PLACE_POLICY_SIS_CORE, PLACE_POLICY_LINEAR };
+	struct env e;
+	uint64_t period;
+	int stacked = 0, found = 0;
+
+	env_open(&e, "synthetic:pack:1 l3:1 core:8 pu:1", pol[_i], PLACE_FEAT_DEFAULT, true);
+	period = e.p->util_period_ns;
+	for (int k = 0; k < 8; k++) { /* the burst: every CPU busy for 8 periods */
+		for (int cpu = 0; cpu < 8; cpu++)
+			env_run(&e, cpu, &e.task[32 + cpu]);
+		e.now += period;
+		for (int cpu = 0; cpu < 8; cpu++)
+			ck_assert_int_eq(place_run_end(e.p, cpu, &e.task[32 + cpu], PLACE_RUN_SLEEP), 0);
+	}
+	ck_assert_uint_eq(env_bound(&e, 0), 0);
+	env_run(&e, 0, &e.task[32]); /* the long task */
+	for (int cpu = 1; cpu < 8; cpu++)
+		ck_assert_int_eq(place_idle_enter(e.p, cpu), 0);
+	e.p->ext[0].v[PLACE_STAT_hit_fallback] = 1; /* the worst phase of the amortised check */
+	e.now += 10 * period; /* quiet: no edge at all */
+	for (int i = 0; found < 7 && i < 7 + PLACE_RECHECK_EVERY; i++) {
+		int cpu = env_wake(&e, env_task_on(&e, i, 0), PLACE_CPU_NONE, 0);
+
+		if (cpu == 0)
+			ck_assert_msg(++stacked < PLACE_RECHECK_EVERY && !found,
+				      "%s wakeup %d stacked on the busy CPU 0 (bound %u)", policy_name[_i], i,
+				      env_bound(&e, 0));
+		else
+			found++;
+	}
+	ck_assert_int_eq(found, 7);
+	ck_assert_uint_gt(env_bound(&e, 0), 0);
+	env_close(&e);
+}
+END_TEST
+
+/* The injected clock, counting its reads. */
+struct counted_clock {
+	uint64_t *now;
+	unsigned long reads;
+};
+
+static uint64_t counted_read(void *arg)
+{
+	struct counted_clock *k = arg;
+
+	k->reads++;
+	return *k->now;
+}
+
+/* Issue 13.1: no clock read on the common run edge, and the short-task
+ * estimate still right. A task runs 10 us intervals (two 5 us runs, a
+ * preemption between) 800 times: the clock was read on every run_begin and
+ * run_end (3200 reads); now on the timed runs only (its first interval,
+ * then one run in PLACE_RUN_SAMPLE and the interval it starts), and its
+ * estimate is 10 us. Its intervals then become 2 ms: within 16 sampled
+ * intervals its estimate passes short_task_ns (the short-task rule turns
+ * off), and from there every run is timed (long: exact). */
+START_TEST(t_run_sampling)
+{
+	struct env e;
+	struct counted_clock k;
+	place_task *t = &e.task[40];
+	int n;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	k.now = &e.now;
+	k.reads = 0;
+	e.p->clock = counted_read;
+	e.p->clock_arg = &k;
+	for (int i = 0; i < 800; i++) {
+		env_run(&e, 0, t);
+		e.now += 5000;
+		ck_assert_int_eq(place_run_end(e.p, 0, t, PLACE_RUN_PREEMPT), 0);
+		e.now += 3000;
+		env_run(&e, 0, t);
+		e.now += 5000;
+		env_park(&e, 0, t);
+		e.now += 7000;
+	}
+	ck_assert_uint_eq(place__rec(t)->avg_run_ns, 10000);
+	ck_assert_msg(k.reads <= 3200 / PLACE_RUN_SAMPLE * 2, "%lu clock reads for 1600 runs", k.reads);
+	for (n = 1; n <= 16 * PLACE_RUN_SAMPLE; n++) {
+		env_run(&e, 0, t);
+		e.now += 2000000;
+		env_park(&e, 0, t);
+		if (place__rec(t)->avg_run_ns >= e.p->short_task_ns)
+			break;
+	}
+	ck_assert_msg(n <= 16 * PLACE_RUN_SAMPLE, "estimate %lu ns after %d runs of 2 ms",
+		      (unsigned long)place__rec(t)->avg_run_ns, n - 1);
+	k.reads = 0;
+	env_run(&e, 0, t);
+	e.now += 2000000;
+	env_park(&e, 0, t);
+	ck_assert_uint_eq(k.reads, 2); /* a long task: every run timed */
+	env_close(&e);
+}
+END_TEST
+
+/* Utilization from sampled runs: 8 CPUs run 20 us tasks with 20 us gaps
+ * and never park, for 8 periods: about half busy, sampled or not. */
+START_TEST(t_sampled_util)
+{
+	struct env e;
+	uint64_t period, end;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	period = e.p->util_period_ns;
+	end = e.now + 8 * period;
+	while (e.now < end) {
+		for (int cpu = 0; cpu < e.nr_cpus; cpu++)
+			env_run(&e, cpu, &e.task[32 + cpu]);
+		e.now += 20000;
+		for (int cpu = 0; cpu < e.nr_cpus; cpu++)
+			ck_assert_int_eq(place_run_end(e.p, cpu, &e.task[32 + cpu], PLACE_RUN_SLEEP), 0);
+		e.now += 20000;
+	}
+	ck_assert_msg(env_llc(&e, 0)->util_avg > 1024 * 35 / 100 && env_llc(&e, 0)->util_avg < 1024 * 65 / 100,
+		      "util %lu/1024 for 50%% run time", (unsigned long)env_llc(&e, 0)->util_avg);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -1041,6 +1209,10 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_fork_local, 0, 3);
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
 	tcase_add_loop_test(tc, t_short_paths_agree, 0, 36);
+	tcase_add_test(tc, t_queued_saturates_sticky);
+	tcase_add_test(tc, t_run_sampling);
+	tcase_add_test(tc, t_sampled_util);
+	tcase_add_loop_test(tc, t_quiet_llc_after_burst, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -84,6 +84,12 @@ static inline struct place_llc *env_llc(struct env *e, int l)
 	return &e->p->llc[l];
 }
 
+/* LLC l's SIS_UTIL scan bound (without its RECHECK flag) */
+static inline uint32_t env_bound(struct env *e, int l)
+{
+	return env_llc(e, l)->nr_idle_scan & PLACE_SCAN_NR;
+}
+
 static inline uint64_t env_mask(struct env *e, int l)
 {
 	return env_llc(e, l)->icpus[0];

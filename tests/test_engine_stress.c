@@ -218,6 +218,81 @@ START_TEST(t_claims_are_exclusive)
 }
 END_TEST
 
+/*
+ * Issue 14.1 under threads and the real clock: a burst leaves the bound at
+ * 0 (every CPU busy for 4 periods), then CPU 0 runs a long task and CPUs
+ * 1-7 park, and nothing calls run_end. After 3 periods two external wakers
+ * race to wake tasks that last ran on CPU 0: the bound's recheck (one CAS
+ * on util_stamp decides who recomputes) must let them find the 7 idle CPUs,
+ * each claimed once, after at most a few stacked wakeups (the check is
+ * amortised over PLACE_RECHECK_EVERY stacked wakeups of the LLC's slot).
+ */
+#define QUIET_PERIOD_NS 1000000
+static struct {
+	place *p;
+	place_task task[NCPU + 32];
+	atomic_int next, found, stacked;
+	atomic_int owner[NCPU];
+} qg;
+
+static void *quiet_waker(void *arg)
+{
+	(void)arg;
+	for (int n = 0; n < 2 * PLACE_RECHECK_EVERY && atomic_load(&qg.found) < NCPU - 1; n++) {
+		int i = NCPU + atomic_fetch_add(&qg.next, 1), expect = 0, cpu;
+
+		place__rec(&qg.task[i])->prev_cpu = 0;
+		cpu = place_wakeup(qg.p, &qg.task[i], PLACE_CPU_NONE, 0);
+		if (cpu == 0)
+			atomic_fetch_add(&qg.stacked, 1);
+		else if (cpu > 0 && cpu < NCPU && atomic_compare_exchange_strong(&qg.owner[cpu], &expect, 1))
+			atomic_fetch_add(&qg.found, 1);
+		else
+			atomic_store(&qg.stacked, 1000); /* an error or a CPU claimed twice */
+	}
+	return NULL;
+}
+
+START_TEST(t_quiet_llc_after_burst)
+{
+	place_topo *topo;
+	place_config cfg;
+	pthread_t th[2];
+
+	memset(&qg, 0, sizeof(qg));
+	ck_assert_int_eq(place_topo_load(&topo, "synthetic:pack:1 l3:1 core:8 pu:1"), 0);
+	place_config_init(&cfg);
+	cfg.util_period_ns = QUIET_PERIOD_NS;
+	ck_assert_int_eq(place_create(&qg.p, topo, &cfg), 0);
+	place_topo_free(topo);
+	for (int i = 0; i < NCPU + 32; i++)
+		place_task_init(&qg.task[i], 0, 0);
+	for (int cpu = 0; cpu < NCPU; cpu++)
+		ck_assert_int_eq(place_worker_register(qg.p, cpu, 0), 0);
+	for (int k = 0; k < 4; k++) { /* the burst */
+		for (int cpu = 0; cpu < NCPU; cpu++)
+			ck_assert_int_eq(place_run_begin(qg.p, cpu, &qg.task[cpu]), 0);
+		usleep(QUIET_PERIOD_NS / 1000 + 100);
+		for (int cpu = 0; cpu < NCPU; cpu++)
+			ck_assert_int_eq(place_run_end(qg.p, cpu, &qg.task[cpu], PLACE_RUN_SLEEP), 0);
+	}
+	ck_assert_uint_eq(qg.p->llc[0].nr_idle_scan & PLACE_SCAN_NR, 0);
+	ck_assert_int_eq(place_run_begin(qg.p, 0, &qg.task[0]), 0); /* the long task */
+	for (int cpu = 1; cpu < NCPU; cpu++)
+		ck_assert_int_eq(place_idle_enter(qg.p, cpu), 0);
+	usleep(3 * QUIET_PERIOD_NS / 1000);
+	for (int k = 0; k < 2; k++)
+		pthread_create(&th[k], NULL, quiet_waker, NULL);
+	for (int k = 0; k < 2; k++)
+		pthread_join(th[k], NULL);
+	printf("quiet LLC: %d idle CPUs found, %d wakeups stacked on the busy CPU 0, bound %u\n",
+	       atomic_load(&qg.found), atomic_load(&qg.stacked), qg.p->llc[0].nr_idle_scan & PLACE_SCAN_NR);
+	ck_assert_int_eq(atomic_load(&qg.found), NCPU - 1);
+	ck_assert_int_le(atomic_load(&qg.stacked), 2 * PLACE_RECHECK_EVERY);
+	place_destroy(qg.p);
+}
+END_TEST
+
 static Suite *stress_suite(void)
 {
 	Suite *s = suite_create("engine_stress");
@@ -225,6 +300,7 @@ static Suite *stress_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, t_claims_are_exclusive, 0, 3);
+	tcase_add_test(tc, t_quiet_llc_after_burst);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -377,6 +377,50 @@ START_TEST(t_machine_source)
 }
 END_TEST
 
+/* Issue 14.2: a CPU that leaves (SMT off) and comes back with time passed
+ * must not bring its past run time into one utilization sample. CPU 1 ran
+ * for 10 periods long ago; the LLC has been idle since. Before, the busy
+ * total skipped OFFLINE CPUs: on CPU 1's return its whole-life busy time
+ * landed in one sample, the LLC read fully busy and the bound fell to 0. */
+START_TEST(t_grow_after_shrink_keeps_util)
+{
+	char buf[256];
+	struct env e;
+	uint64_t period;
+
+	env_open(&e, U32, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	period = e.p->util_period_ns;
+	env_run(&e, 1, &e.task[33]);
+	e.now += 10 * period;
+	env_park(&e, 1, &e.task[33]);
+	for (int k = 0; k < 16; k++) { /* quiet: one short run per period on CPU 0 */
+		e.now += period;
+		env_run(&e, 0, &e.task[32]);
+		e.now += 100000; /* 100 us: a timed run, whose run_end recomputes */
+		env_park(&e, 0, &e.task[32]);
+	}
+	ck_assert_uint_ge(env_bound(&e, 0), 7); /* 100 us per period: 0.3% busy */
+	swap_to(&e, r_smt_off(buf, sizeof(buf)));
+	ck_assert(offline(&e, 1));
+	for (int k = 0; k < 3; k++) {
+		e.now += period;
+		env_run(&e, 0, &e.task[32]);
+		e.now += 100000; /* 100 us: a timed run, whose run_end recomputes */
+		env_park(&e, 0, &e.task[32]);
+	}
+	swap_to(&e, U32);
+	ck_assert(!offline(&e, 1));
+	e.now += period;
+	env_run(&e, 0, &e.task[32]);
+	e.now += 100000;
+	env_park(&e, 0, &e.task[32]); /* the first recompute with CPU 1 back */
+	ck_assert_msg(env_llc(&e, 0)->util_avg < 1024 / 10, "util %lu/1024 after CPU 1 came back",
+		      (unsigned long)env_llc(&e, 0)->util_avg);
+	ck_assert_uint_ge(env_bound(&e, 0), 7); /* 100 us per period: 0.3% busy */
+	env_close(&e);
+}
+END_TEST
+
 static Suite *reconf_suite(void)
 {
 	Suite *s = suite_create("reconf");
@@ -391,6 +435,7 @@ static Suite *reconf_suite(void)
 	tcase_add_test(tc, t_state_survives);
 	tcase_add_test(tc, t_cookie_numa_balanced);
 	tcase_add_test(tc, t_machine_source);
+	tcase_add_test(tc, t_grow_after_shrink_keeps_util);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -294,6 +294,33 @@ static void *swapper(void *arg)
 	return NULL;
 }
 
+/*
+ * Issue 14.2 after the load, with the real clock: LLC 1's CPUs, whose run
+ * time the stress piled up, leave (LLC 0 only), a recompute runs without
+ * them, they come back, and with 2 quiet periods passed the LLC's first
+ * recompute must read it nearly idle. Before, their whole-life run time
+ * landed in that one sample: util_avg 768 or more.
+ */
+static void grow_after_shrink(void)
+{
+	uint64_t period = g.p->util_period_ns;
+
+	for (int cpu = 0; cpu < NCPU; cpu++) {
+		int err = place_worker_register(g.p, cpu, 0);
+
+		ck_assert(err == 0 || err == -EEXIST);
+	}
+	ck_assert_int_eq(place_set_topology(g.p, g.topo[1]), 0); /* LLC 0 only */
+	usleep((useconds_t)(2 * period / 1000));
+	place__util_refresh(g.p, 1);
+	ck_assert_int_eq(place_set_topology(g.p, g.topo[0]), 0);
+	usleep((useconds_t)(2 * period / 1000));
+	place__util_refresh(g.p, 1);
+	printf("LLC 1 back after 2 quiet periods: util %lu/1024, bound %u\n", (unsigned long)g.p->llc[1].util_avg,
+	       g.p->llc[1].nr_idle_scan & PLACE_SCAN_NR);
+	ck_assert_uint_lt(g.p->llc[1].util_avg, 512);
+}
+
 START_TEST(t_swaps_under_load)
 {
 	place_topo *topo;
@@ -352,6 +379,7 @@ START_TEST(t_swaps_under_load)
 			      "CPU %d state %#llx at the end", cpu, (unsigned long long)st);
 		ck_assert_int_eq(atomic_load(&g.owner[cpu]), 0);
 	}
+	grow_after_shrink();
 	for (int cpu = 0; cpu < NCPU; cpu++)
 		stress_queue_free(&g.q[cpu]);
 	stress_queue_free(&g.sleeping);

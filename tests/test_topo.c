@@ -472,6 +472,25 @@ START_TEST(t_err_xml)
 }
 END_TEST
 
+/* Issue 14.5: an export claiming CPU 1000000000 is refused at once, before
+ * any array is sized by it (it took 15 s and 3.8 GiB); PLACE_CPU_OS_MAX
+ * itself loads. Timing is not asserted: the refusal is. */
+START_TEST(t_err_os_index_limit)
+{
+	char path[PATH_MAX], source[PATH_MAX + 8];
+	place_topo *t = NULL;
+
+	expect_fixture_fail("fixtures/huge-os-index.xml", -EINVAL, "OS index 1000000000, beyond");
+	ck_assert_ptr_nonnull(strstr(place_last_error(), "65535"));
+	place_test_path(path, sizeof(path), "fixtures/max-os-index.xml");
+	snprintf(source, sizeof(source), "xml:%.*s", PATH_MAX - 1, path);
+	ck_assert_int_eq(place_topo_load(&t, source), 0);
+	ck_assert_int_eq(place_topo_nr_cpus(t), 2);
+	ck_assert_int_eq(place_topo_cpu_limit(t), PLACE_CPU_OS_MAX + 1);
+	place_topo_free(t);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Accessors                                                                 */
 
@@ -587,6 +606,7 @@ static Suite *topo_suite(void)
 	tcase_add_test(err, t_err_directory);
 	tcase_add_test(err, t_err_unreadable);
 	tcase_add_test(err, t_err_xml);
+	tcase_add_test(err, t_err_os_index_limit);
 	tcase_add_test(acc, t_acc_null);
 	tcase_add_test(acc, t_acc_range);
 	tcase_add_test(acc, t_acc_truncate);

@@ -30,7 +30,9 @@
 #include <string.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <spawn.h>
+#include <pthread.h>
 #include <hwloc.h>
 #include <sanitizer/allocator_interface.h>
 #include <sys/mman.h>
@@ -350,38 +352,76 @@ static int synthetic_too_big(const char *s)
  * attribute leaks its objects: xml-hwloc-leak-failed-load), are skipped and
  * counted (printed at exit).
  */
-static unsigned long hwloc_crashes, hwloc_leaks, xml_inputs;
+static unsigned long hwloc_crashes, hwloc_hangs, hwloc_leaks, probe_failures, xml_inputs;
 static int no_screen; /* PLACE_FUZZ_NO_SCREEN=1: hand every input straight to libplace */
 
 static char probe_path[4096];
 
+/* Spawn and reap the probe with SIGALRM blocked here: libFuzzer's -timeout
+ * timer (SIGALRM, every timeout/2 + 1 s) interrupted waitpid, and the input
+ * then went to libplace unscreened (a SEGV in hwloc_bitmap_or, issue 14.8);
+ * blocked, it waits until the probe is reaped, so this code runs the same
+ * whatever the timing (a deterministic run stays deterministic). The child
+ * gets an empty mask and SIGALRM's default action back (its own alarm). */
+static int spawn_wait(char **argv, int *st)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t alrm, old, none;
+	pid_t pid;
+	int err;
+
+	sigemptyset(&none);
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &alrm, &old);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &alrm);
+	err = posix_spawn(&pid, probe_path, &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	while (!err && waitpid(pid, st, 0) != pid)
+		if (errno != EINTR)
+			err = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
 /* posix_spawn (vfork-like: no copy of the sanitized parent's page tables)
  * of hwloc_probe, built beside this binary (the memfd is inherited). 1 when
- * plain hwloc survives the input without a leak. */
+ * plain hwloc survives the input without a leak; 0 when it crashes, hangs
+ * (its alarm), leaks (LeakSanitizer's exit code 23), or the probe cannot
+ * tell (no spawn, another exit): such an input is skipped, never handed to
+ * libplace unscreened. Each kind is counted apart (report()). */
 static int probe(const char *mode, const char *arg)
 {
 	char *argv[] = { probe_path, (char *)mode, (char *)arg, NULL };
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int st, err;
+	int st;
 
 	if (!probe_path[0])
 		return 1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	err = posix_spawn(&pid, probe_path, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (err || waitpid(pid, &st, 0) != pid)
-		return 1; /* cannot tell: let libplace try */
+	if (spawn_wait(argv, &st) != 0) {
+		probe_failures++;
+		return 0;
+	}
 	if (WIFSIGNALED(st)) {
-		hwloc_crashes++;
+		if (WTERMSIG(st) == SIGALRM)
+			hwloc_hangs++;
+		else
+			hwloc_crashes++;
 		return 0;
 	}
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 23) { /* LeakSanitizer's exit code */
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 1;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 23)
 		hwloc_leaks++;
-		return 0;
-	}
-	return 1;
+	else
+		probe_failures++;
+	return 0;
 }
 
 static int hwloc_survives(const char *path)
@@ -411,8 +451,9 @@ static int hwloc_synthetic_clean(const char *str)
 static void report(void)
 {
 	fprintf(stderr, "fuzz_topo: %lu inputs; skipped as hwloc's own bugs: %lu crashing plain hwloc, "
-		"%lu leaking in plain hwloc (%lu of them synthetic strings)\n",
-		xml_inputs, hwloc_crashes, hwloc_leaks, hwloc_synthetic_leaks);
+		"%lu hanging it, %lu leaking in it (%lu of them synthetic strings); %lu the probe could "
+		"not judge\n",
+		xml_inputs, hwloc_crashes, hwloc_hangs, hwloc_leaks, hwloc_synthetic_leaks, probe_failures);
 }
 
 static int memfd = -1;
