@@ -281,6 +281,10 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
+	/* A record last used elsewhere: refused when it holds something there
+	 * (it means nothing here); a re-initialised one drops that instead */
+	if (r->owner != p->id && place__task_check(p, r, true))
+		return -EXDEV;
 	/* NUMA: t's group (read once: set_group may race) must fit the
 	 * instance's arrays; checked first, so that a refusal changes nothing. */
 	group = place_load_32(&r->group);
@@ -336,6 +340,7 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 		place__st_enqueue(&c->state);
 		r->queued_cpu = cpu;
 		r->claim_gen = 0;
+		r->owner = p->id;
 	} else {
 		r->avg_run_ns = update_avg(r->avg_run_ns, r->run_accum_ns);
 		r->run_accum_ns = 0;
