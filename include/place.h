@@ -494,7 +494,17 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu);
  * place_run_end, no two tasks of different cookies run at the same time on
  * SMT siblings of one core, whatever the interleaving of the calls on all
  * threads. A core with one CPU never refuses. Counted: cookie_refusals,
- * forced_idle_ns (from a refusal until cpu next starts a task or parks). */
+ * forced_idle_ns (from a refusal until cpu retries: it next starts a task,
+ * or parks once the other cookie has left its core).
+ *
+ * The wake edge of a refused worker: the place_run_end_retry() that ends
+ * the last task of the other cookie on that core names cpu (and every
+ * sibling refused since): its runtime then unparks that worker, whose
+ * place_run_begin may now succeed. A worker parked after -EBUSY needs no
+ * other event.
+ *
+ * A record that holds a claim, queue slot or NUMA move of another
+ * instance (see place_task_init) is refused with -EXDEV, nothing changed. */
 PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
 
 #define PLACE_RUN_SLEEP   0u /* t blocked and will be woken again */
@@ -508,6 +518,22 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
  * -EINVAL p NULL, t is not the task running on cpu, or how unknown;
  * -ENODEV, -ENOENT as above. Only the worker of cpu. */
 PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
+
+/* place_run_end(), which also names the SMT siblings of cpu that may retry
+ * now (COOKIES): when t was the last task running on cpu's core, the
+ * siblings whose place_run_begin that core's cookie refused since (-EBUSY)
+ * are free to start any cookie. Writes at most max of their OS CPU numbers
+ * into retry and returns how many there are (0 when none; those beyond max
+ * are not kept: size retry by place_topo_siblings()' count minus one).
+ * Its runtime wakes their workers (they were left forced idle, perhaps
+ * parked): forced idle has no other wake edge. A hint the other way round
+ * too: a named sibling may be refused again (another cookie started
+ * first). Costs nothing more than place_run_end unless a sibling was
+ * refused (cores of one CPU, COOKIES off: never). A worker unregistered
+ * while running names no one. -EINVAL max < 0 or retry NULL with max > 0,
+ * and the errors of place_run_end; nothing changes on a failure. Only the
+ * worker of cpu. */
+PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned how, int *retry, int max);
 
 /* A wakeup that claimed cpu could not be delivered: release the claim held
  * on cpu (whichever task holds it; that task's later run_begin then ends

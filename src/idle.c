@@ -317,7 +317,10 @@ static uint64_t update_avg(uint64_t avg, uint64_t sample)
 	return sample >= avg ? avg + (sample - avg) / 8 : avg - (avg - sample) / 8;
 }
 
-PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
+/* place_run_end's body: the dense CPU, or a negative errno. *forced gets
+ * the forced-idle bits its leave took (COOKIES: the core's CPUs that a
+ * cookie refused and that may retry now), else 0. */
+PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_t *forced)
 {
 	struct place_task_rec *r;
 	int d = task_edge(p, cpu, t, &r);
@@ -329,8 +332,9 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	c = &p->cpu[d];
 	if (how > PLACE_RUN_PREEMPT || c->curr != t)
 		return -EINVAL;
-	if (place__cookie_on(p, d))
-		place__cookie_leave(p, d, c->curr_cookie); /* t no longer runs on the core */
+	*forced = 0;
+	if (place__cookie_on(p, d)) /* t no longer runs on the core */
+		*forced = place__cookie_leave(p, d, c->curr_cookie);
 	place__numa_end(p, d); /* nor on the node, for its group */
 	now = place__now(p);
 	ran = now > c->stamp ? now - c->stamp : 0;
@@ -351,5 +355,26 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	place_store_32(&c->running, 0);
 	place_store_64(&c->stamp, now);
 	util_tick(p, d, now);
-	return 0;
+	return d;
+}
+
+PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
+{
+	uint32_t forced;
+	int d = run_end(p, cpu, t, how, &forced);
+
+	return d < 0 ? d : 0;
+}
+
+PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned how, int *retry, int max)
+{
+	uint32_t forced;
+	int d;
+
+	if (max < 0 || (!retry && max > 0))
+		return -EINVAL;
+	d = run_end(p, cpu, t, how, &forced);
+	if (d < 0 || !forced)
+		return d < 0 ? d : 0;
+	return place__cookie_retry(p, d, forced, retry, max);
 }
