@@ -29,7 +29,7 @@
  *   QUEUED. worker.retry: set (seq_cst) by the sibling's worker whose
  *   place_run_end_retry() named this CPU, then wake_worker(); the owner
  *   exchanges it to 0 and retries each deferred task once (as after each of
- *   its own runs: a start clears its refusal mark, so no one would name it).
+ *   its own runs: the run_end that empties the core never names its own CPU).
  *   The park re-check reads it after storing parked (Dekker, as a push).
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
@@ -420,7 +420,7 @@ static void end_run(struct worker *w, pool_task *t, unsigned how)
 		}
 	}
 	if (w->ndeferred)
-		w->nretry = w->ndeferred; /* our start cleared our own refusal mark */
+		w->nretry = w->ndeferred; /* our run_end may have emptied the core: not named */
 }
 
 static pool_task *take(struct worker *w, bool *stolen)

@@ -541,8 +541,9 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
 
 /* place_run_end(), which also names the SMT siblings of cpu that may retry
  * now (COOKIES): when t was the last task running on cpu's core, the
- * siblings whose place_run_begin that core's cookie refused since (-EBUSY)
- * are free to start any cookie. Writes at most max of their OS CPU numbers
+ * siblings whose place_run_begin that core's cookie refused since (-EBUSY;
+ * also when one started a fitting task since; never cpu itself) are free
+ * to start any cookie. Writes at most max of their OS CPU numbers
  * into retry and returns how many there are (0 when none; those beyond max
  * are not kept: size retry by place_topo_siblings()' count minus one).
  * Its runtime wakes their workers (they were left forced idle, perhaps

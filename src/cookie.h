@@ -34,9 +34,8 @@
  * The count half also names the core's CPUs left forced idle (issue 14.6):
  * bits 0..31 count the running tasks, bit 32 + i is set by the refused
  * run_begin of the core's i-th CPU (i from 0, the CPUs past the 31st share
- * bit 63), cleared by that CPU's next successful run_begin, and taken away
- * by the run_end that empties the core: that run_end names them (they may
- * retry now). Set and taken by the same CAS that decides, so that no
+ * bit 63), and taken away by the run_end that empties the core: that
+ * run_end names them (they may retry now). Set and taken by the same CAS that decides, so that no
  * refusal's bit is lost between a refusal and the last leave. Bits are set
  * only while tasks run there: forced bits => count > 0, and "count == 0"
  * stays "the word's half is 0" for the wakeup hints.
@@ -98,27 +97,31 @@ static inline bool place__cookie_fits(const struct place *p, int cpu, uint64_t c
  * changed only cpu's forced-idle bit (set: the run_end that empties the
  * core names cpu). A refusal is decided only on a value a CAS confirmed
  * (the CAS that sets the bit): a torn relaxed read must not refuse a task
- * that fits. A start clears cpu's own bit. Sequentially consistent CAS;
- * partners: place__cookie_leave() and the enters of the siblings (one word,
- * so all RMWs on it are totally ordered: of two enters with different
- * cookies on an empty core, exactly one wins). Only the worker of cpu.
+ * that fits. A start leaves the bits alone (the common path computes none):
+ * a CPU refused, then started on a fitting task, is named all the same, a
+ * hint the runtime may find nothing to retry on. The count half is 0 exactly
+ * when nothing runs (bits only while tasks run), so the tests below need
+ * no mask. Sequentially consistent CAS; partners: place__cookie_leave() and
+ * the enters of the siblings (one word, so all RMWs on it are totally
+ * ordered: of two enters with different cookies on an empty core, exactly
+ * one wins). Only the worker of cpu.
  */
 static inline int place__cookie_enter(struct place *p, int cpu, uint64_t cookie)
 {
-	uint64_t *occ = place__occ(p, cpu), bit = place__occ_forced_bit(p, cpu);
+	uint64_t *occ = place__occ(p, cpu);
 	uint64_t old[2], want[2];
 
 	place_load_64_2(occ, old);
 	for (;;) {
-		want[PLACE_OCC_COOKIE] = old[PLACE_OCC_COOKIE];
-		if (place__occ_count(old[PLACE_OCC_COUNT]) && old[PLACE_OCC_COOKIE] != cookie) {
-			want[PLACE_OCC_COUNT] = old[PLACE_OCC_COUNT] | bit;
+		if (old[PLACE_OCC_COUNT] && old[PLACE_OCC_COOKIE] != cookie) {
+			want[PLACE_OCC_COOKIE] = old[PLACE_OCC_COOKIE];
+			want[PLACE_OCC_COUNT] = old[PLACE_OCC_COUNT] | place__occ_forced_bit(p, cpu);
 			if (place_cas_64_2(occ, old, want))
 				return -EBUSY; /* exact: the core runs another cookie */
 			continue; /* old now holds the exact value: decide again */
 		}
 		want[PLACE_OCC_COOKIE] = cookie;
-		want[PLACE_OCC_COUNT] = (old[PLACE_OCC_COUNT] & ~bit) + 1;
+		want[PLACE_OCC_COUNT] = old[PLACE_OCC_COUNT] + 1;
 		if (place_cas_64_2(occ, old, want))
 			return 0;
 	}

@@ -439,7 +439,8 @@ END_TEST
  * SMT4: A and A2 (cookie 5) on CPUs 0 and 2; B and C (cookie 6) refused on
  * 1 and 3. A's end leaves A2 running: nobody named. A2's end names 1 and 3
  * (max 1: the count says 2, one written). A CPU refused, then started on a
- * fitting task, is not named (it is not forced idle). Errors change nothing.
+ * fitting task, is named too; never the CPU whose run_end it is. Errors
+ * change nothing.
  */
 START_TEST(t_retry_smt4)
 {
@@ -463,12 +464,20 @@ START_TEST(t_retry_smt4)
 	ck_assert_int_eq(retry[0], 1);
 	ck_assert_int_eq(retry[1], -1);
 	ASSERT_OCC(&e, 0, 0, 0);
-	/* refused, then started on a fitting task: not forced idle, not named */
+	/* refused, then started on a fitting task: named all the same (a hint;
+	 * its deferred task may fit now); the run_end that empties the core
+	 * never names its own CPU */
 	env_run(&e, 0, a);
 	ck_assert_int_eq(place_run_begin(e.p, 1, &e.task[2]), -EBUSY);
 	env_run(&e, 1, a2);
 	ck_assert_int_eq(place_run_end_retry(e.p, 1, a2, PLACE_RUN_SLEEP, retry, 4), 0);
+	ck_assert_int_eq(place_run_end_retry(e.p, 0, a, PLACE_RUN_SLEEP, retry, 4), 1);
+	ck_assert_int_eq(retry[0], 1);
+	env_run(&e, 0, a);
+	ck_assert_int_eq(place_run_begin(e.p, 1, &e.task[2]), -EBUSY);
+	env_run(&e, 1, a2);
 	ck_assert_int_eq(place_run_end_retry(e.p, 0, a, PLACE_RUN_SLEEP, retry, 4), 0);
+	ck_assert_int_eq(place_run_end_retry(e.p, 1, a2, PLACE_RUN_SLEEP, retry, 4), 0); /* itself */
 	/* a core of one CPU and COOKIES off never name anyone */
 	env_close(&e);
 	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, FEAT_NO_COOKIES, true);
