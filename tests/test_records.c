@@ -410,6 +410,99 @@ START_TEST(t_no_esrch_stress)
 }
 END_TEST
 
+/*
+ * Records shared by two instances under load: 4 threads, each the worker of
+ * CPU i on both A and B and the only user of its own 8 tasks, wake, run,
+ * forget and re-initialise them on either instance at random (a task
+ * re-initialised while it holds something stays on its instance until that
+ * is given up). A call refuses a task (-EXDEV) exactly when it holds
+ * something on the other instance. At the end, with every task given up, no CPU of either instance is
+ * claimed or counts a queued task: nothing leaked, no claim ended twice.
+ */
+#define XS_THREADS 4
+#define XS_TASKS 8
+
+struct xs {
+	struct env *env[2];
+	int id;
+	unsigned seed;
+};
+
+static void *xs_thread(void *arg)
+{
+	struct xs *x = arg;
+	int held[XS_TASKS], reinit[XS_TASKS]; /* instance held on, -1 none; re-initialised since */
+
+	for (int k = 0; k < XS_TASKS; k++)
+		held[k] = -1, reinit[k] = 0;
+	for (int n = 0; n < 3000; n++) {
+		int k = rand_r(&x->seed) % XS_TASKS, i = rand_r(&x->seed) % 2, op = rand_r(&x->seed) % 8;
+		place_task *t = &x->env[0]->task[x->id * XS_TASKS + k];
+		bool foreign;
+		place *p;
+		int r;
+
+		if (reinit[k])
+			i = held[k]; /* elsewhere it would drop what it holds here, by design */
+		p = x->env[i]->p;
+		foreign = held[k] >= 0 && held[k] != i;
+
+		if (op == 7) {
+			place_task_init(t, 0, 0);
+			reinit[k] = held[k] >= 0;
+			continue;
+		}
+		if (op >= 4) {
+			r = place_task_forget(p, t);
+			ck_assert_int_eq(r, foreign ? -EXDEV : 0);
+			if (!foreign)
+				held[k] = -1, reinit[k] = 0;
+			continue;
+		}
+		r = place_wakeup(p, t, PLACE_CPU_NONE, op == 0 ? PLACE_WAKE_NEW : 0);
+		if (foreign) {
+			ck_assert_int_eq(r, -EXDEV);
+			continue;
+		}
+		ck_assert_msg(r >= 0, "place_wakeup: %d", r);
+		held[k] = i;
+		reinit[k] = 0;
+		if (op == 1) {
+			ck_assert_int_eq(place_run_begin(p, x->id, t), 0);
+			ck_assert_int_eq(place_run_end(p, x->id, t, PLACE_RUN_SLEEP), 0);
+			held[k] = -1;
+		}
+	}
+	for (int k = 0; k < XS_TASKS; k++)
+		if (held[k] >= 0)
+			ck_assert_int_eq(place_task_forget(x->env[held[k]]->p, &x->env[0]->task[x->id * XS_TASKS + k]), 0);
+	return NULL;
+}
+
+START_TEST(t_cross_instance_stress)
+{
+	struct env a, b;
+	struct xs x[XS_THREADS];
+	pthread_t th[XS_THREADS];
+
+	open_two(&a, &b, TOPO_4C8T, TOPO_4C8T);
+	for (int i = 0; i < XS_THREADS; i++) {
+		x[i] = (struct xs){ .env = { &a, &b }, .id = i, .seed = 7u + (unsigned)i };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, xs_thread, &x[i]), 0);
+	}
+	for (int i = 0; i < XS_THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 8; i++) {
+		ck_assert_msg(!(state_of(&a, i) & (PLACE_ST_CLAIMED | PLACE_ST_QUEUED_MASK)), "A CPU %d: %#llx", i,
+			      (unsigned long long)state_of(&a, i));
+		ck_assert_msg(!(state_of(&b, i) & (PLACE_ST_CLAIMED | PLACE_ST_QUEUED_MASK)), "B CPU %d: %#llx", i,
+			      (unsigned long long)state_of(&b, i));
+	}
+	env_close(&a);
+	env_close(&b);
+}
+END_TEST
+
 static Suite *records_suite(void)
 {
 	Suite *s = suite_create("records");
@@ -426,6 +519,7 @@ static Suite *records_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(st, 60);
 	tcase_add_test(st, t_no_esrch_stress);
+	tcase_add_test(st, t_cross_instance_stress);
 	suite_add_tcase(s, st);
 	return s;
 }
