@@ -24,6 +24,13 @@
  *   sleepers under a mutex. in_idle[] is also read without the lock by the
  *   parking worker (seq_cst, against lifo_pop's clear: see park()).
  * - worker counters: written by their worker only (relaxed), read by anyone.
+ * - worker.deferred: tasks whose place_run_begin a cookie refused (-EBUSY:
+ *   an SMT sibling runs another cookie), owner only, never stolen; they stay
+ *   QUEUED. worker.retry: set (seq_cst) by the sibling's worker whose
+ *   place_run_end_retry() named this CPU, then wake_worker(); the owner
+ *   exchanges it to 0 and retries each deferred task once (as after each of
+ *   its own runs: the run_end that empties the core never names its own CPU).
+ *   The park re-check reads it after storing parked (Dekker, as a push).
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -73,6 +80,12 @@ struct worker {
 	int *victims;               /* worker indexes, nearest first */
 	int nvictims;
 	pool_task *next;            /* the runnext slot: owner only, never stolen */
+	pool_task *deferred;        /* refused by a cookie, FIFO (last: deferred_tail) */
+	pool_task *deferred_tail;
+	unsigned ndeferred, nretry; /* owner only: deferred tasks, and how many to retry now */
+	unsigned retry;             /* a sibling's run_end named this CPU, see the header */
+	int *sibs;                  /* place_run_end_retry's buffer, [nsibs] */
+	int nsibs;
 	pthread_t thread;
 	bool started;
 	unsigned parked;            /* futex word, see the header comment */
@@ -369,12 +382,62 @@ int pool_wake(pool *p, pool_task *t, int waker_cpu, unsigned flags)
 
 /* ---- workers ----------------------------------------------------------------- */
 
+/* ---- tasks a cookie refused (owner only) ---------------------------------- */
+
+static void deferred_push(struct worker *w, pool_task *t)
+{
+	t->next = NULL;
+	if (w->deferred_tail)
+		w->deferred_tail->next = t;
+	else
+		w->deferred = t;
+	w->deferred_tail = t;
+	w->ndeferred++;
+}
+
+static pool_task *deferred_pop(struct worker *w)
+{
+	pool_task *t = w->deferred;
+
+	w->deferred = t->next;
+	if (!w->deferred)
+		w->deferred_tail = NULL;
+	w->ndeferred--;
+	return t;
+}
+
+/* The run on w ended: the SMT siblings whose tasks a cookie refused while
+ * this one ran retry now (place_run_end_retry names them): the one wake
+ * edge forced idle has. */
+static void end_run(struct worker *w, pool_task *t, unsigned how)
+{
+	struct pool *p = w->p;
+	int n = place_run_end_retry(p->place, w->cpu, &t->place, how, w->sibs, w->nsibs);
+
+	for (int i = 0; i < n && i < w->nsibs; i++) {
+		int idx = w->sibs[i] < p->cpu_limit ? p->worker_of[w->sibs[i]] : -1;
+
+		if (idx >= 0) {
+			__atomic_store_n(&p->w[idx].retry, 1, __ATOMIC_SEQ_CST);
+			wake_worker(&p->w[idx]);
+		}
+	}
+	if (w->ndeferred)
+		w->nretry = w->ndeferred; /* our run_end may have emptied the core: not named */
+}
+
 static pool_task *take(struct worker *w, bool *stolen)
 {
 	struct pool *p = w->p;
 	pool_task *t;
 
 	*stolen = false;
+	if (w->ndeferred && !w->nretry && __atomic_exchange_n(&w->retry, 0, __ATOMIC_SEQ_CST))
+		w->nretry = w->ndeferred;
+	if (w->nretry) { /* each deferred task once: a refused one goes back to the end */
+		w->nretry--;
+		return deferred_pop(w);
+	}
 	if (w->next) {
 		t = w->next;
 		w->next = NULL;
@@ -429,7 +492,7 @@ static void park(struct worker *w)
 	 * workers: a waker that popped us after our push may have seen
 	 * parked == 0 (no futex wake) and its task may be stolen before we
 	 * look; sleeping now would leave us parked where no wake finds us. */
-	if (!has_work(w) && !drained(p) &&
+	if (!has_work(w) && !drained(p) && !__atomic_load_n(&w->retry, __ATOMIC_SEQ_CST) &&
 	    (placed(p) || __atomic_load_n(&p->in_idle[w->idx], __ATOMIC_SEQ_CST))) {
 		__atomic_add_fetch(&w->parks, 1, __ATOMIC_RELAXED);
 		futex_wait(&w->parked, 1);
@@ -456,7 +519,7 @@ static void after_sleep(struct worker *w, pool_task *t)
 	if (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) == T_NOTIFIED) {
 		/* Woken while running: it stays runnable here, behind the others. */
 		if (placed(p))
-			place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_PREEMPT);
+			end_run(w, t, PLACE_RUN_PREEMPT);
 		__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
 		t->woken_ns = now_ns();
 		push(p, w, t);
@@ -464,7 +527,7 @@ static void after_sleep(struct worker *w, pool_task *t)
 	}
 	/* Report the edge before t can be woken again (one edge at a time). */
 	if (placed(p))
-		place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_SLEEP);
+		end_run(w, t, PLACE_RUN_SLEEP);
 	if (__atomic_compare_exchange_n(&t->state, &s, T_IDLE, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 		retire(p);
 		return;
@@ -482,9 +545,13 @@ static void run(struct worker *w, pool_task *t, bool stolen)
 	struct pool *p = w->p;
 	int ret;
 
+	/* A cookie refused t here (an SMT sibling runs another one): it waits,
+	 * still QUEUED, until a sibling's run_end names this CPU (end_run). */
+	if (placed(p) && place_run_begin(p->place, w->cpu, &t->place) == -EBUSY) {
+		deferred_push(w, t);
+		return;
+	}
 	__atomic_store_n(&t->state, T_RUNNING, __ATOMIC_SEQ_CST);
-	if (placed(p))
-		place_run_begin(p->place, w->cpu, &t->place);
 	__atomic_store_n(&w->runs, w->runs + 1, __ATOMIC_RELAXED);
 	if (stolen)
 		__atomic_store_n(&w->steals, w->steals + 1, __ATOMIC_RELAXED);
@@ -494,7 +561,7 @@ static void run(struct worker *w, pool_task *t, bool stolen)
 		return;
 	}
 	if (placed(p))
-		place_run_end(p->place, w->cpu, &t->place, PLACE_RUN_EXIT);
+		end_run(w, t, PLACE_RUN_EXIT);
 	/* After this store the task belongs to its owner again. */
 	__atomic_store_n(&t->state, T_DONE, __ATOMIC_SEQ_CST);
 	retire(p);
@@ -542,6 +609,13 @@ static int build_victims(struct pool *p)
 		for (int k = 0; k < n && k < p->n; k++)
 			if (p->worker_of[cpus[k]] >= 0)
 				w->victims[w->nvictims++] = p->worker_of[cpus[k]];
+		/* place_run_end_retry names SMT siblings: room for all of them */
+		w->nsibs = place_topo_siblings(p->topo, w->cpu, NULL, 0) - 1;
+		w->sibs = calloc(w->nsibs > 0 ? (size_t)w->nsibs : 1, sizeof(int));
+		if (w->nsibs < 0 || !w->sibs) {
+			free(cpus);
+			return w->nsibs < 0 ? w->nsibs : -ENOMEM;
+		}
 	}
 	free(cpus);
 	return 0;
@@ -616,6 +690,7 @@ static void free_pool(struct pool *p)
 #endif
 		free(p->w[i].buf);
 		free(p->w[i].victims);
+		free(p->w[i].sibs);
 	}
 	free(p->w);
 	free(p->worker_of);

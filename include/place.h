@@ -293,7 +293,9 @@ PLACE_EXTERN void place_config_init(place_config *cfg);
  * max_groups above 65536, non-zero reserved fields; -ENOMEM. Any thread. */
 PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_config *cfg);
 
-/* Destroy an instance. NULL accepted. No other call on p may be in flight. */
+/* Destroy an instance. NULL accepted. No other call on p may be in flight.
+ * Task records that still hold something of p (see place_task_init) are
+ * refused by other instances until initialised again. */
 PLACE_EXTERN void place_destroy(place *p);
 
 /* The instance's own copy of the topology it was created over (its
@@ -390,7 +392,21 @@ typedef struct place_task {
  * cookie (0 = trusted, untagged; see place_task_set_cookie), NUMA group
  * (0 = none). data is left alone.
  * NULL is accepted (nothing happens). A record that was never initialised is
- * refused by every call with -EINVAL. */
+ * refused by every call with -EINVAL.
+ *
+ * Instances. What a wakeup leaves in a record until the task starts (a
+ * claim or queue slot on a CPU, a NUMA move's slot) belongs to that
+ * instance: another instance refuses the record with -EXDEV (place_wakeup,
+ * place_run_begin, place_task_claimed, place_task_forget), changing
+ * nothing, until the first instance gives it up (the task starts there, or
+ * place_task_forget there). A record that holds nothing goes to any
+ * instance; its history (previous CPU, average run) comes along as hints.
+ * A record initialised again while it still holds something keeps that,
+ * so that nothing leaks: its instance gives it up at the record's next
+ * call there (a wakeup, a run_begin, place_task_forget); another instance
+ * drops it without giving it up (its instance may be gone). Give it up
+ * with place_task_forget first when that instance lives on and will not
+ * see the record again. */
 PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group);
 
 /* Restrict t to the CPUs in set (size bytes, as CPU_ALLOC_SIZE gives; NULL =
@@ -511,7 +527,9 @@ PLACE_EXTERN size_t place_task_size(void);
  * PLACE_WAKE_NOCLAIM answers only: no claim, nothing counted, t's record
  * and the waker's untouched (stale idle-mask bits may still be repaired).
  * Waking a task that still holds a claim or queue slot from an earlier
- * wakeup it never ran after gives that up first. A task that is running
+ * wakeup it never ran after gives that up first (so that this wakeup sees
+ * that CPU as it is now; a new placement, which may find no usable CPU,
+ * gives it up once it found one: a failed call keeps it). A task that is running
  * (between place_run_begin and place_run_end) must not be woken: a runtime
  * that sees a wakeup for a running task marks it and, when it stops, either
  * ends it with PLACE_RUN_PREEMPT (it stays runnable on its CPU) or with
@@ -524,8 +542,10 @@ PLACE_EXTERN size_t place_task_size(void);
  *
  * -EINVAL p or t NULL, t not initialised, unknown flags, PLACE_WAKE_CURRENT
  * without a waker, t->cpus set with a zero size; -ENODEV waker_cpu not a
- * usable CPU; -ESRCH no registered worker
- * is allowed for t; -ENOSPC (NUMA) t's group is above max_groups. Any thread, concurrently with every call except the
+ * usable CPU; -ESRCH no registered worker is allowed for t (an earlier
+ * claim or queue slot of t is then kept); -ENOSPC (NUMA) t's group is above
+ * max_groups; -EXDEV t holds a claim, queue slot or NUMA move of another
+ * instance (see place_task_init). Any thread, concurrently with every call except the
  * ones on the same task. Lock-free, allocation-free: one RCU read-side
  * critical section (liburcu-bp), so that place_set_topology() can wait for
  * it; the first call on a thread registers the thread with liburcu-bp,
@@ -574,7 +594,17 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu);
  * place_run_end, no two tasks of different cookies run at the same time on
  * SMT siblings of one core, whatever the interleaving of the calls on all
  * threads. A core with one CPU never refuses. Counted: cookie_refusals,
- * forced_idle_ns (from a refusal until cpu next starts a task or parks). */
+ * forced_idle_ns (from a refusal until cpu retries: it next starts a task,
+ * or parks once the other cookie has left its core).
+ *
+ * The wake edge of a refused worker: the place_run_end_retry() that ends
+ * the last task of the other cookie on that core names cpu (and every
+ * sibling refused since): its runtime then unparks that worker, whose
+ * place_run_begin may now succeed. A worker parked after -EBUSY needs no
+ * other event.
+ *
+ * A record that holds a claim, queue slot or NUMA move of another
+ * instance (see place_task_init) is refused with -EXDEV, nothing changed. */
 PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
 
 #define PLACE_RUN_SLEEP   0u /* t blocked and will be woken again */
@@ -590,6 +620,23 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
  * worker of cpu. */
 PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
 
+/* place_run_end(), which also names the SMT siblings of cpu that may retry
+ * now (COOKIES): when t was the last task running on cpu's core, the
+ * siblings whose place_run_begin that core's cookie refused since (-EBUSY;
+ * also when one started a fitting task since; never cpu itself) are free
+ * to start any cookie. Writes at most max of their OS CPU numbers
+ * into retry and returns how many there are (0 when none; those beyond max
+ * are not kept: size retry by place_topo_siblings()' count minus one).
+ * Its runtime wakes their workers (they were left forced idle, perhaps
+ * parked): forced idle has no other wake edge. A hint the other way round
+ * too: a named sibling may be refused again (another cookie started
+ * first). Costs nothing more than place_run_end unless a sibling was
+ * refused (cores of one CPU, COOKIES off: never). A worker unregistered
+ * while running names no one. -EINVAL max < 0 or retry NULL with max > 0,
+ * and the errors of place_run_end; nothing changes on a failure. Only the
+ * worker of cpu. */
+PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned how, int *retry, int max);
+
 /* A wakeup that claimed cpu could not be delivered: release the claim held
  * on cpu (whichever task holds it; that task's later run_begin then ends
  * nothing). If cpu is idle it is idle for new wakeups again. Works after the
@@ -602,7 +649,8 @@ PLACE_EXTERN int place_claim_release(place *p, int cpu);
  * PLACE_CPU_NONE: a wakeup that found nothing idle, or NOCLAIM, claims
  * nothing, and its answer may even be an idle CPU claimed by another task.
  * A runtime that cannot deliver t asks this before place_claim_release().
- * -EINVAL p or t NULL, t not initialised. Any thread that may use t. */
+ * -EINVAL p or t NULL, t not initialised; -EXDEV t holds something of
+ * another instance (see place_task_init). Any thread that may use t. */
 PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t);
 
 /* t will not run after its last wakeup (the runtime cancelled or dropped
@@ -613,7 +661,9 @@ PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t);
  * nothing is left as it is. t may be woken again later (a new placement
  * from its previous CPU). Not while t runs (between place_run_begin and
  * place_run_end) or concurrently with another call on t. -EINVAL p or t
- * NULL, t not initialised. Any thread that may use t. */
+ * NULL, t not initialised; -EXDEV t holds something of another instance
+ * (forget it there; see place_task_init), nothing changed. Any thread that
+ * may use t. */
 PLACE_EXTERN int place_task_forget(place *p, place_task *t);
 
 /* ------------------------------------------------------------------------ */

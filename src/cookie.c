@@ -33,22 +33,74 @@ int place__cookie_refused(struct place *p, int cpu)
 	return -EBUSY;
 }
 
-/* cpu's worker parks: a forced-idle period ends here (idle_enter reads the
- * clock only then). Worker only. Returns 0 (idle_enter's tail call). */
+/* Is cpu's forced-idle bit still set: a task of another cookie still runs
+ * on its core since cpu's refusal (no run_end named cpu yet)? */
+static bool still_forced(const struct place *p, int cpu)
+{
+	uint64_t occ[2];
+
+	place_load_64_2(place__occ(p, cpu), occ);
+	return occ[PLACE_OCC_COUNT] & place__occ_forced_bit(p, cpu);
+}
+
+/* cpu's worker parks: a forced-idle period ends here once the other cookie
+ * left the core (the run_end that named cpu; idle_enter reads the clock
+ * only then). Parked before that, cpu is still forced idle: the period runs
+ * on until cpu retries (starts a task, or parks again after the signal).
+ * Worker only. Returns 0 (idle_enter's tail call). */
 int place__cookie_idle(struct place *p, int cpu)
 {
-	if (p->slot[cpu].forced_since)
+	if (p->slot[cpu].forced_since && !still_forced(p, cpu))
 		place__cookie_forced_end(p, cpu, place__now(p));
 	return 0;
 }
 
 /* cpu's worker is going away (not concurrently with its calls): a task it
- * still runs leaves the core, and forced idle ends. */
+ * still runs leaves the core (the CPUs that leaving frees are not named:
+ * the runtime that unregisters wakes what it wants), its forced-idle bit
+ * goes (unless shared by the CPUs past the 31st), and forced idle ends. */
 void place__cookie_unregister(struct place *p, int cpu)
 {
-	if (place__cookie_on(p, cpu) && place_load_32(&p->cpu[cpu].running))
+	uint64_t *occ = place__occ(p, cpu), bit = place__occ_forced_bit(p, cpu);
+	uint64_t old[2], want[2];
+
+	if (!place__cookie_on(p, cpu))
+		return;
+	if (place_load_32(&p->cpu[cpu].running))
 		place__cookie_leave(p, cpu, p->cpu[cpu].curr_cookie);
-	place__cookie_idle(p, cpu);
+	place_load_64_2(occ, old);
+	while ((old[PLACE_OCC_COUNT] & bit) && p->map[cpu].pos - p->map[cpu].core_lo < 31) {
+		want[PLACE_OCC_COOKIE] = old[PLACE_OCC_COOKIE];
+		want[PLACE_OCC_COUNT] = old[PLACE_OCC_COUNT] & ~bit;
+		if (place_cas_64_2(occ, old, want))
+			break;
+	}
+	if (p->slot[cpu].forced_since)
+		place__cookie_forced_end(p, cpu, place__now(p));
+}
+
+/*
+ * The run_end on cpu that emptied its core took the forced-idle bits
+ * forced (place__cookie_leave): the OS numbers of those siblings (never cpu
+ * itself), at most max of them into retry; returns how many there are. The
+ * CPUs past the core's 31st share one bit: all of them are named. Slow path
+ * (only after a refusal).
+ */
+int place__cookie_retry(const struct place *p, int cpu, uint32_t forced, int *retry, int max)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+	int n = 0;
+
+	for (int i = 0; i < m->smt; i++) {
+		int sib = place__sibling(p, m, i);
+
+		if (sib == cpu || !(forced & (UINT32_C(1) << (i < 31 ? i : 31))))
+			continue;
+		if (n < max)
+			retry[n] = p->map[sib].os;
+		n++;
+	}
+	return n;
 }
 
 /* Tasks on cpu: running plus queued (wake_affine's nr_running). */

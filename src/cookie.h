@@ -30,6 +30,32 @@
 #define PLACE_OCC_COOKIE 0
 #define PLACE_OCC_COUNT 1
 
+/*
+ * The count half also names the core's CPUs left forced idle (issue 14.6):
+ * bits 0..31 count the running tasks, bit 32 + i is set by the refused
+ * run_begin of the core's i-th CPU (i from 0, the CPUs past the 31st share
+ * bit 63), and taken away by the run_end that empties the core: that
+ * run_end names them (they may retry now). Set and taken by the same CAS that decides, so that no
+ * refusal's bit is lost between a refusal and the last leave. Bits are set
+ * only while tasks run there: forced bits => count > 0, and "count == 0"
+ * stays "the word's half is 0" for the wakeup hints.
+ */
+#define PLACE_OCC_FORCED_SHIFT 32
+#define PLACE_OCC_COUNT_MASK UINT64_C(0xffffffff)
+
+static inline uint64_t place__occ_count(uint64_t half)
+{
+	return half & PLACE_OCC_COUNT_MASK;
+}
+
+/* cpu's forced-idle bit in its core's count half. */
+static inline uint64_t place__occ_forced_bit(const struct place *p, int cpu)
+{
+	int i = p->map[cpu].pos - p->map[cpu].core_lo;
+
+	return UINT64_C(1) << (PLACE_OCC_FORCED_SHIFT + (i < 31 ? i : 31));
+}
+
 /* Does the COOKIES rule apply to dense cpu: the feature is on and its core
  * has a sibling. Constant per instance and CPU. */
 static inline bool place__cookie_on(const struct place *p, int cpu)
@@ -67,10 +93,15 @@ static inline bool place__cookie_fits(const struct place *p, int cpu, uint64_t c
 
 /*
  * run_begin's check: count one more task with cookie on cpu's core, or
- * return -EBUSY, having changed nothing, when other tasks of another cookie
- * run there. A refusal is decided only on a value a CAS confirmed (the
- * no-op CAS old -> old): a torn relaxed read must not refuse a task that
- * fits. Sequentially consistent CAS; partners: place__cookie_leave() and
+ * return -EBUSY when other tasks of another cookie run there, having
+ * changed only cpu's forced-idle bit (set: the run_end that empties the
+ * core names cpu). A refusal is decided only on a value a CAS confirmed
+ * (the CAS that sets the bit): a torn relaxed read must not refuse a task
+ * that fits. A start leaves the bits alone (the common path computes none):
+ * a CPU refused, then started on a fitting task, is named all the same, a
+ * hint the runtime may find nothing to retry on. The count half is 0 exactly
+ * when nothing runs (bits only while tasks run), so the tests below need
+ * no mask. Sequentially consistent CAS; partners: place__cookie_leave() and
  * the enters of the siblings (one word, so all RMWs on it are totally
  * ordered: of two enters with different cookies on an empty core, exactly
  * one wins). Only the worker of cpu.
@@ -83,7 +114,9 @@ static inline int place__cookie_enter(struct place *p, int cpu, uint64_t cookie)
 	place_load_64_2(occ, old);
 	for (;;) {
 		if (old[PLACE_OCC_COUNT] && old[PLACE_OCC_COOKIE] != cookie) {
-			if (place_cas_64_2(occ, old, old))
+			want[PLACE_OCC_COOKIE] = old[PLACE_OCC_COOKIE];
+			want[PLACE_OCC_COUNT] = old[PLACE_OCC_COUNT] | place__occ_forced_bit(p, cpu);
+			if (place_cas_64_2(occ, old, want))
 				return -EBUSY; /* exact: the core runs another cookie */
 			continue; /* old now holds the exact value: decide again */
 		}
@@ -96,23 +129,28 @@ static inline int place__cookie_enter(struct place *p, int cpu, uint64_t cookie)
 
 /*
  * run_end (and unregister while running): remove the task that
- * place__cookie_enter() counted with cookie. The last one leaves {0, 0}.
- * A CAS from a torn read fails and retries with the exact value, so the
- * word only ever moves from an exact {cookie, n >= 1}. Sequentially
- * consistent (partner: the siblings' place__cookie_enter()): everything the
- * task did on this CPU is ordered before a sibling's enter that sees the
- * core free. Only the worker of cpu.
+ * place__cookie_enter() counted with cookie. The last one leaves {0, 0}
+ * and returns the forced-idle bits it took (>> PLACE_OCC_FORCED_SHIFT):
+ * the core's CPUs refused since, which may retry now; else 0. A CAS from a
+ * torn read fails and retries with the exact value, so the word only ever
+ * moves from an exact {cookie, n >= 1}. Sequentially consistent (partner:
+ * the siblings' place__cookie_enter()): everything the task did on this CPU
+ * is ordered before a sibling's enter that sees the core free. Only the
+ * worker of cpu.
  */
-static inline void place__cookie_leave(struct place *p, int cpu, uint64_t cookie)
+static inline uint32_t place__cookie_leave(struct place *p, int cpu, uint64_t cookie)
 {
 	uint64_t *occ = place__occ(p, cpu);
 	uint64_t old[2], want[2];
 
 	place_load_64_2(occ, old);
 	do {
-		want[PLACE_OCC_COUNT] = old[PLACE_OCC_COUNT] ? old[PLACE_OCC_COUNT] - 1 : 0;
-		want[PLACE_OCC_COOKIE] = want[PLACE_OCC_COUNT] ? cookie : 0;
+		uint64_t n = place__occ_count(old[PLACE_OCC_COUNT]);
+
+		want[PLACE_OCC_COUNT] = n > 1 ? old[PLACE_OCC_COUNT] - 1 : 0;
+		want[PLACE_OCC_COOKIE] = n > 1 ? cookie : 0;
 	} while (!place_cas_64_2(occ, old, want));
+	return want[PLACE_OCC_COUNT] ? 0 : (uint32_t)(old[PLACE_OCC_COUNT] >> PLACE_OCC_FORCED_SHIFT);
 }
 
 /* The CPU's forced-idle period (started by a refusal) ends: it starts a
@@ -129,6 +167,7 @@ static inline void place__cookie_forced_end(struct place *p, int cpu, uint64_t n
 
 /* cookie.c */
 int place__cookie_refused(struct place *p, int cpu);
+int place__cookie_retry(const struct place *p, int cpu, uint32_t forced, int *retry, int max);
 int place__cookie_idle(struct place *p, int cpu); /* returns 0 */
 void place__cookie_unregister(struct place *p, int cpu);
 int place__cookie_fallback(struct place *p, const place_task *t, int target, uint64_t *probes);

@@ -345,6 +345,10 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
+	/* A record last used elsewhere: refused when it holds something there
+	 * (it means nothing here); a re-initialised one drops that instead */
+	if (r->owner != p->id && place__task_check(p, r, true))
+		return -EXDEV;
 	/* NUMA: t's group (read once: set_group may race) must fit the
 	 * instance's arrays; checked first, so that a refusal changes nothing. */
 	group = place_load_32(&r->group);
@@ -392,7 +396,10 @@ static void run_timed_end(struct place *p, int cpu, struct place_task_rec *r)
 	util_tick(p, p->map[cpu].llc, now);
 }
 
-PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
+/* place_run_end's body: the dense CPU, or a negative errno. *forced gets
+ * the forced-idle bits its leave took (COOKIES: the core's CPUs that a
+ * cookie refused and that may retry now), else 0. */
+PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_t *forced)
 {
 	struct place_task_rec *r;
 	int d = task_edge(p, cpu, t, &r);
@@ -403,14 +410,16 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 	c = &p->cpu[d];
 	if (how > PLACE_RUN_PREEMPT || c->curr != t)
 		return -EINVAL;
-	if (place__cookie_on(p, d))
-		place__cookie_leave(p, d, c->curr_cookie); /* t no longer runs on the core */
+	*forced = 0;
+	if (place__cookie_on(p, d)) /* t no longer runs on the core */
+		*forced = place__cookie_leave(p, d, c->curr_cookie);
 	place__numa_end(p, d); /* nor on the node, for its group */
 	if (how == PLACE_RUN_PREEMPT) {
 		/* Still runnable here: it counts in this CPU's queue again. */
 		place__st_enqueue(&c->state);
 		r->queued_cpu = cpu;
 		r->claim_gen = 0;
+		r->owner = p->id;
 	}
 	if (r->run_weight & PLACE_RUN_TIMED)
 		run_timed_end(p, d, r);
@@ -425,5 +434,26 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
 		r->run_accum_ns = 0;
 		r->run_interval = PLACE_IVL_NONE;
 	}
-	return 0;
+	return d;
+}
+
+PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how)
+{
+	uint32_t forced;
+	int d = run_end(p, cpu, t, how, &forced);
+
+	return d < 0 ? d : 0;
+}
+
+PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned how, int *retry, int max)
+{
+	uint32_t forced;
+	int d;
+
+	if (max < 0 || (!retry && max > 0))
+		return -EINVAL;
+	d = run_end(p, cpu, t, how, &forced);
+	if (d < 0 || !forced)
+		return d < 0 ? d : 0;
+	return place__cookie_retry(p, d, forced, retry, max);
 }

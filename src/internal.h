@@ -271,16 +271,29 @@ struct place_stat_slot {
  * that has the task (one wakeup or run edge at a time, per the API), except
  * wakee_flips/last_wakee/flip_decay_ns of a running waker, which only its
  * worker's thread touches. CPUs are OS numbers (stable across topologies).
+ *
+ * What a record holds on an instance (a queue slot or claim, queued_cpu and
+ * claim_gen; a pending NUMA move, numa_pending) means something only there:
+ * owner says where (place__task_foreign()).
  */
 #define PLACE_TASK_MAGIC UINT32_C(0x706c6163) /* "plac" */
+/* owner's low bit: place_task_init() ran while the record held something
+ * (instance ids are even) */
+#define PLACE_OWNER_REINIT UINT64_C(1)
 
 struct place_task_rec {
 	uint32_t magic;
 	int32_t prev_cpu;        /* where it last started running, or -1 */
-	int32_t recent_used_cpu; /* prev_cpu of the wakeup before, or -1 */
 	int32_t queued_cpu;      /* CPU whose QUEUED counts it, or -1 */
 	uint32_t claim_gen;      /* its claim on queued_cpu, 0 = none */
+	int32_t recent_used_cpu; /* prev_cpu of the wakeup before, or -1 */
 	uint32_t wakee_flips;    /* as a waker: how often it switched wakee */
+	/* The id (place.id) of the instance its holdings are on, written with
+	 * them (a wakeup's commit; run_begin adopts a record holding nothing);
+	 * meaningful only while it holds something. Never dereferenced: an id,
+	 * not a pointer, so that a destroyed instance's records never match a
+	 * new one's. | PLACE_OWNER_REINIT after place_task_init. */
+	uint64_t owner;
 	uint64_t flip_decay_ns;  /* when wakee_flips was last halved */
 	const void *last_wakee;
 	uint64_t avg_run_ns;     /* average run between sleeps (timed ones, idle.c) */
@@ -306,6 +319,12 @@ _Static_assert(sizeof(struct place_task_rec) <= sizeof(((place_task *)0)->priv),
 #define PLACE_RUN_SAMPLE 8
 #define PLACE_RUN_TIMED 0x80
 enum { PLACE_IVL_NONE, PLACE_IVL_TIMED, PLACE_IVL_UNTIMED };
+
+/* Does r hold something on the instance r->owner names? */
+static inline bool place__rec_holds(const struct place_task_rec *r)
+{
+	return r->queued_cpu >= 0 || r->numa_pending;
+}
 
 static inline struct place_task_rec *place__rec(place_task *t)
 {
@@ -338,6 +357,9 @@ struct place {
 	const int *llc_cpus;
 	int policy;              /* enum place_policy */
 	unsigned feat;           /* PLACE_FEAT_* */
+	/* This instance's id for task records (place_task_rec.owner): even,
+	 * not 0, random. Read-only after create. */
+	uint64_t id;
 	/* The idle-CPU scan is bounded by nr_idle_scan (SIS_UTIL on, and a
 	 * policy that has the bound: not EXACT); select_idle_sibling() and the
 	 * overloaded short path read it. Read-only after create: one test
@@ -471,6 +493,9 @@ static inline struct place_task_rec *place__task_rec(const place_task *t)
 
 	return r && r->magic == PLACE_TASK_MAGIC ? r : NULL;
 }
+
+/* place.c: a record used with p whose owner is not p's id */
+int place__task_check(const struct place *p, struct place_task_rec *r, bool drop);
 
 /* idle.c */
 void place__idle_publish(struct place *p, int cpu);

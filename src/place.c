@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "cookie.h"
@@ -166,6 +167,19 @@ static int build_llcs(struct place *p, uint64_t now)
 	return 0;
 }
 
+/* A new instance's id for task records: random, so that no other instance
+ * (one created later at the same address included) shares it; even and not
+ * 0 (PLACE_OWNER_REINIT is the low bit, 0 is a fresh record's owner). The
+ * clock and the address stand in when getrandom() fails. */
+static uint64_t instance_id(const struct place *p)
+{
+	uint64_t id;
+
+	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != (ssize_t)sizeof(id))
+		id = (clock_monotonic(NULL) ^ (uint64_t)(uintptr_t)p) * UINT64_C(0x9e3779b97f4a7c15);
+	return (id & ~PLACE_OWNER_REINIT) | 2;
+}
+
 PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_config *cfg)
 {
 	place_config defaults;
@@ -186,6 +200,7 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 		return -ENOMEM;
 	p->policy = cfg->policy;
 	p->feat = cfg->features;
+	p->id = instance_id(p);
 	p->scan_bounded = p->policy != PLACE_POLICY_EXACT && place__feat(p, PLACE_FEAT_SIS_UTIL);
 	p->clock = cfg->clock ? cfg->clock : clock_monotonic;
 	p->clock_arg = cfg->clock_arg;
@@ -350,22 +365,62 @@ PLACE_EXTERN int place_worker_unregister(place *p, int cpu)
 _Static_assert(sizeof(place_task) == sizeof(void *) + sizeof(void *) + sizeof(size_t) + 12 * 8,
 	       "place_task layout is ABI");
 
+/* A record initialised again while it holds something keeps that (and its
+ * owner, marked PLACE_OWNER_REINIT): init has no instance to give it up on,
+ * and the owner may be gone. Its instance gives it up at the record's next
+ * call there; another instance drops it (place__task_adopt). A record that
+ * was never initialised (no magic) holds nothing. */
 PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group)
 {
-	struct place_task_rec *r;
+	struct place_task_rec *r, held = { .queued_cpu = -1 };
 
 	if (!t)
 		return;
+	r = place__rec(t);
+	if (r->magic == PLACE_TASK_MAGIC && place__rec_holds(r)) {
+		held = *r;
+		held.owner |= PLACE_OWNER_REINIT;
+	}
 	t->cpus = NULL;
 	t->cpus_size = 0;
 	memset(t->priv, 0, sizeof(t->priv));
-	r = place__rec(t);
 	r->magic = PLACE_TASK_MAGIC;
 	r->prev_cpu = -1;
 	r->recent_used_cpu = -1;
-	r->queued_cpu = -1;
+	r->queued_cpu = held.queued_cpu;
+	r->claim_gen = held.claim_gen;
+	r->numa_pending = held.numa_pending;
+	r->owner = held.owner;
 	r->cookie = cookie;
 	r->group = group;
+}
+
+/*
+ * A record whose owner is not p's id, about to be used with p (a wakeup,
+ * run_begin, place_task_claimed, place_task_forget). -EXDEV when it holds
+ * something on another instance (a queue slot or claim, a pending NUMA
+ * move) and was not initialised again since: a call on p must not give up,
+ * nor end, nor count what only means something there (another instance's
+ * claim generations and node numbers); nothing changes then. Else 0; with
+ * drop, a record initialised again since lets go of what it held on
+ * another instance, without giving it up there (that instance may be gone:
+ * give it up with place_task_forget before place_task_init). Only compares
+ * ids: the owner may have been destroyed. What the record holds on p stays.
+ */
+int place__task_check(const struct place *p, struct place_task_rec *r, bool drop)
+{
+	if (!place__rec_holds(r) || (r->owner & ~PLACE_OWNER_REINIT) == p->id)
+		return 0;
+	if (!(r->owner & PLACE_OWNER_REINIT))
+		return place__fail(-EXDEV, "the task record holds a %s of another instance "
+				   "(place_task_forget it there first)",
+				   r->queued_cpu >= 0 ? "claim or queue slot" : "NUMA move");
+	if (drop) {
+		r->queued_cpu = -1;
+		r->claim_gen = 0;
+		r->numa_pending = 0;
+	}
+	return 0;
 }
 
 PLACE_EXTERN int place_task_set_cpus(place_task *t, const cpu_set_t *set, size_t size)

@@ -36,7 +36,7 @@ struct wake {
 	bool claim;   /* claim the CPU we return */
 	int waker;    /* the waking worker's CPU */
 	int prev;     /* where t last ran, if still usable */
-	uint64_t prev_state; /* its state when last probed (wake_init, wake_init_prev, drop_stale_delivery) */
+	uint64_t prev_state; /* its state when last probed (wake_init, wake_init_prev, stale_delivery) */
 	int target;   /* wake_affine's choice: the fallback */
 	const struct place_cpu_map *tm; /* the target's map, and its LLC */
 	struct place_llc *tllc;
@@ -580,21 +580,8 @@ PLACE_INLINE int select_idle_sibling(struct wake *w)
 
 /* ---- the public calls -------------------------------------------------- */
 
-/* Is any CPU usable for t at all? Cheap unless neither prev nor the waker is. */
-static bool any_usable(struct wake *w)
-{
-	if (w->prev >= 0 || (w->waker >= 0 && usable(w, w->waker)))
-		return true;
-	for (int cpu = 0; cpu < w->p->topo->nr_cpus; cpu++)
-		if (usable(w, cpu))
-			return true;
-	return false;
-}
-
 /* t still counts on some CPU from an earlier wakeup it never ran after
- * (delivered nowhere, not released): give that up first, so that this
- * wakeup sees that CPU as it is now (prev's state is read again). Only once
- * the wakeup cannot fail with -ESRCH: a failed call changes nothing. */
+ * (delivered nowhere, not released): give that up. */
 static void give_up_delivery(struct place *p, struct place_task_rec *r)
 {
 	int from = place__dense(p, r->queued_cpu);
@@ -608,14 +595,31 @@ static void give_up_delivery(struct place *p, struct place_task_rec *r)
 	r->claim_gen = 0;
 }
 
-PLACE_NOINLINE bool drop_stale_delivery(struct wake *w)
+/*
+ * t holds something from an earlier wakeup (r->queued_cpu >= 0). Another
+ * instance's: -EXDEV (place__task_check), or dropped when the record was
+ * initialised since. NOCLAIM answers only: nothing is given up. Otherwise
+ * it is given up before the target is chosen, so that this wakeup sees that
+ * CPU as it is now (prev's state is read again); but only once the wakeup
+ * cannot fail with -ESRCH, a failed call changing nothing. With a usable
+ * prev it cannot (the target is prev or the waker); a new placement may
+ * find no usable CPU in new_target() (the last one unregistered or went
+ * offline meanwhile): 1, give it up once a target is found.
+ */
+PLACE_NOINLINE int stale_delivery(struct wake *w)
 {
-	if (!any_usable(w))
-		return false;
+	int err;
+
+	if (w->r->owner != w->p->id &&
+	    (err = place__task_check(w->p, w->r, !(w->flags & PLACE_WAKE_NOCLAIM))))
+		return err;
+	if (w->r->queued_cpu < 0 || (w->flags & PLACE_WAKE_NOCLAIM))
+		return 0;
+	if (w->prev < 0)
+		return 1;
 	give_up_delivery(w->p, w->r);
-	if (w->prev >= 0)
-		w->prev_state = probe(w, w->prev);
-	return true;
+	w->prev_state = probe(w, w->prev);
+	return 0;
 }
 
 /* w's prev: t's last CPU prev (dense, -1 none), state as probed there (0
@@ -694,6 +698,7 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 			place__st_enqueue(&p->cpu[w->cpu].state);
 		w->r->queued_cpu = m->os;
 		w->r->claim_gen = w->gen;
+		w->r->owner = p->id;
 	}
 	/* wakeups and claims are sums of these (stats.c) */
 	place__count(p, w->waker, llc, level, 1);
@@ -799,13 +804,18 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 
 	if (err)
 		return err;
-	if (w.r->queued_cpu >= 0 && !(flags & PLACE_WAKE_NOCLAIM) && !ON_COPY(&w, bool, drop_stale_delivery))
-		return -ESRCH;
-	if ((flags & PLACE_WAKE_CURRENT) && handoff(&w))
+	if (w.r->queued_cpu >= 0 && (err = ON_COPY(&w, int, stale_delivery)) < 0)
+		return err;
+	if ((flags & PLACE_WAKE_CURRENT) && handoff(&w)) {
+		if (err > 0)
+			give_up_delivery(p, w.r); /* a new placement's, now that it has a target */
 		return wake_commit(&w, PLACE_STAT_hit_target);
+	}
 	w.target = wake_target(&w);
 	if (w.target < 0)
 		return -ESRCH; /* no usable CPU (changed nothing, or raced an unregister) */
+	if (err > 0)
+		give_up_delivery(p, w.r); /* a new placement's, now that it has a target */
 	return wake_from_target(&w);
 }
 
@@ -878,6 +888,7 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 
 	r->queued_cpu = os;
 	r->claim_gen = gen;
+	r->owner = p->id;
 	if (waker >= 0) {
 		uint64_t *v = p->slot[waker].v;
 
@@ -1066,6 +1077,7 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	os = p->map[waker].os;
 	r->queued_cpu = os;
 	r->claim_gen = 0;
+	r->owner = p->id;
 	v = p->slot[waker].v;
 	place_count_64(&v[PLACE_STAT_affine_wakeups], 1);
 	place_count_64(&v[PLACE_STAT_hit_target], 1);
@@ -1223,6 +1235,8 @@ PLACE_EXTERN int place_task_forget(place *p, place_task *t)
 
 	if (!p || !r)
 		return -EINVAL;
+	if (r->owner != p->id && place__task_check(p, r, true))
+		return -EXDEV; /* (a re-initialised record drops what it held elsewhere) */
 	give_up_delivery(p, r);
 	if (r->numa_pending)
 		place__numa_started(p, r); /* its slot under the moves cap */
@@ -1237,6 +1251,8 @@ PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t)
 
 	if (!p || !r)
 		return -EINVAL;
+	if ((r->owner & ~PLACE_OWNER_REINIT) != p->id && place__rec_holds(r))
+		return place__task_check(p, (struct place_task_rec *)r, false) ?: PLACE_CPU_NONE;
 	cpu = place__dense(p, r->queued_cpu);
 	if (cpu < 0 || !r->claim_gen)
 		return PLACE_CPU_NONE;

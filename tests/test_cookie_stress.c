@@ -248,8 +248,9 @@ static void check_occupancy(void)
 				      (unsigned long long)occ[PLACE_OCC_COOKIE], core * g.smt + k,
 				      (unsigned long long)o->cookie[k]);
 		}
-		ck_assert_msg(occ[PLACE_OCC_COUNT] == n, "core %d: occupancy count %llu, %llu running", core,
-			      (unsigned long long)occ[PLACE_OCC_COUNT], (unsigned long long)n);
+		ck_assert_msg(place__occ_count(occ[PLACE_OCC_COUNT]) == n,
+			      "core %d: occupancy count %llu, %llu running", core,
+			      (unsigned long long)place__occ_count(occ[PLACE_OCC_COUNT]), (unsigned long long)n);
 	}
 }
 

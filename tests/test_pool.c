@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -355,10 +356,87 @@ START_TEST(t_errors)
 }
 END_TEST
 
+/* ---- cookies: the refused task's wake edge (issue 14.6) ------------------- */
+
+/* One core of two CPUs: the workers are SMT siblings. */
+#define TOPO_1C2T "synthetic:pack:1 l3:1 core:1 pu:2"
+
+struct two {
+	pool_task a, b;
+	unsigned a_running, a_release, a_done, b_ran, overlap;
+};
+
+static int a_run(pool_task *t, int cpu)
+{
+	struct two *w = t->arg;
+
+	(void)cpu;
+	__atomic_store_n(&w->a_running, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&w->a_release, __ATOMIC_SEQ_CST))
+		sched_yield();
+	__atomic_store_n(&w->a_done, 1, __ATOMIC_SEQ_CST);
+	return POOL_DONE;
+}
+
+static int b_run(pool_task *t, int cpu)
+{
+	struct two *w = t->arg;
+
+	(void)cpu;
+	if (!__atomic_load_n(&w->a_done, __ATOMIC_SEQ_CST))
+		__atomic_store_n(&w->overlap, 1, __ATOMIC_SEQ_CST); /* two cookies on one core */
+	__atomic_store_n(&w->b_ran, 1, __ATOMIC_SEQ_CST);
+	return POOL_DONE;
+}
+
+/*
+ * A (cookie 1) runs on one CPU of the core until released; B (cookie 2) is
+ * woken onto the sibling, refused there, and its worker parks. Then A ends:
+ * its run_end names the sibling, whose worker runs B. Nothing else happens
+ * (no other task, no wake): without that signal pool_destroy() would wait
+ * forever for B (the case's timeout fails it). Before issue 14.6 the pool
+ * ran B beside A (overlap).
+ */
+START_TEST(t_cookie_refused_runs_after)
+{
+	struct pool_config cfg = { .topology = TOPO_1C2T, .no_pin = 1 };
+	struct pool_stats ps;
+	struct two w;
+	place_stats st;
+	uint64_t parks;
+	pool *p = NULL;
+
+	memset(&w, 0, sizeof(w));
+	ck_assert_int_eq(pool_create(&p, &cfg), 0);
+	ck_assert_int_eq(pool_nr_workers(p), 2);
+	pool_task_init(&w.a, a_run, &w);
+	pool_task_init(&w.b, b_run, &w);
+	ck_assert_int_eq(place_task_set_cookie(&w.a.place, 1), 0);
+	ck_assert_int_eq(place_task_set_cookie(&w.b.place, 2), 0);
+	ck_assert_int_eq(pool_wake(p, &w.a, PLACE_CPU_NONE, 0), 0);
+	while (!__atomic_load_n(&w.a_running, __ATOMIC_SEQ_CST))
+		sched_yield();
+	pool_stats_read(p, &ps);
+	parks = ps.parks;
+	ck_assert_int_eq(pool_wake(p, &w.b, PLACE_CPU_NONE, 0), 0);
+	do { /* B refused, and its worker parked */
+		sched_yield();
+		place_stats_read(pool_place(p), -1, &st);
+		pool_stats_read(p, &ps);
+	} while (!st.cookie_refusals || ps.parks == parks);
+	ck_assert(!__atomic_load_n(&w.b_ran, __ATOMIC_SEQ_CST) || w.overlap);
+	__atomic_store_n(&w.a_release, 1, __ATOMIC_SEQ_CST);
+	pool_destroy(p); /* waits for B */
+	ck_assert_uint_eq(w.b_ran, 1);
+	ck_assert_msg(!w.overlap, "B ran beside A: cookies 1 and 2 on one core");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pool");
 	TCase *tc = tcase_create("pool");
+	TCase *ck = tcase_create("cookies");
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, t_exactly_once, 0, 2);
@@ -369,5 +447,8 @@ int main(void)
 	tcase_add_loop_test(tc, t_create_destroy_idle, 0, 2);
 	tcase_add_test(tc, t_errors);
 	suite_add_tcase(s, tc);
+	tcase_set_timeout(ck, 20);
+	tcase_add_test(ck, t_cookie_refused_runs_after);
+	suite_add_tcase(s, ck);
 	return place_test_run(s);
 }

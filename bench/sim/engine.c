@@ -10,9 +10,10 @@
  * Core scheduling: place_run_begin may refuse a task (-EBUSY: an SMT
  * sibling runs another cookie). The worker then tries the next task of its
  * queue, and when none is admitted it sits forced idle with its queue kept;
- * it retries when a run ends on its core (before the CPU that ended picks
- * its own next task, so that a core does not stay with one cookie while the
- * other waits) or at its next event (a task queued there). Independently of
+ * it retries when libplace names it (place_run_end_retry: the last task of
+ * the other cookie left its core; before the CPU that ended picks its own
+ * next task, so that a core does not stay with one cookie while the other
+ * waits) or at its next event (a task queued there). Independently of
  * libplace, the engine counts co-runs of different cookies on one core.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
@@ -491,23 +492,21 @@ static void on_wake_done(struct sim *s, int c)
 		start_next(s, c);
 }
 
-/* The running task left c (slept, exited or was preempted): the core's
- * forced-idle CPUs retry first (the cookie that ran may have left it). */
-static void vacate(struct sim *s, int c)
+/* The running task left c (slept, exited or was preempted): the forced-idle
+ * CPUs that its run_end named (retry, n of them) retry first. */
+static void vacate(struct sim *s, int c, const int *retry, int n)
 {
-	const struct sim_machine *m = s->m;
-	int core = m->core[c];
+	int core = s->m->core[c];
 
 	s->cpu[c].cur = -1;
 	s->core_running[core]--;
 	rerate_core(s, core);
 	check_core(s, core);
-	for (int i = m->core_start[core]; i < m->core_start[core + 1]; i++) {
-		int sib = m->core_cpus[i];
-		const struct sim_cpu *cpu = &s->cpu[sib];
+	for (int i = 0; i < n; i++) {
+		const struct sim_cpu *cpu = &s->cpu[retry[i]];
 
-		if (sib != c && cpu->forced && cpu->cur < 0 && !cpu->waking)
-			start_next(s, sib);
+		if (retry[i] != c && cpu->forced && cpu->cur < 0 && !cpu->waking)
+			start_next(s, retry[i]);
 	}
 }
 
@@ -515,11 +514,12 @@ static void end_run(struct sim *s, int c, struct sim_task *t, int action)
 {
 	static const unsigned how[] = { [SIM_CONTINUE] = PLACE_RUN_PREEMPT, [SIM_SLEEP] = PLACE_RUN_SLEEP,
 					[SIM_EXIT] = PLACE_RUN_EXIT };
-	int err = sim_pol_run_end(&s->pol, c, t, how[action]);
+	int retry[64];
+	int n = sim_pol_run_end(&s->pol, c, t, how[action], retry, 64);
 
-	if (err < 0)
-		fail(s, err);
-	vacate(s, c);
+	if (n < 0)
+		fail(s, n);
+	vacate(s, c, retry, n < 0 ? 0 : n);
 	if (action == SIM_CONTINUE) {
 		rq_push(s, c, t);
 	} else if (action == SIM_SLEEP) {

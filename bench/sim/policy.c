@@ -295,11 +295,17 @@ int sim_pol_run_begin(struct sim_pol *pp, int cpu, struct sim_task *t)
 	return 0;
 }
 
-int sim_pol_run_end(struct sim_pol *pp, int cpu, struct sim_task *t, unsigned how)
+int sim_pol_run_end(struct sim_pol *pp, int cpu, struct sim_task *t, unsigned how, int *retry, int max)
 {
-	if (pp->spec.kind == SIM_POL_PLACE)
-		return place_run_end(pp->place, pp->sim->m->os[cpu], &t->pt, how);
-	return 0;
+	const struct sim_machine *m = pp->sim->m;
+	int n;
+
+	if (pp->spec.kind != SIM_POL_PLACE)
+		return 0; /* the baselines refuse nothing: no one waits */
+	n = place_run_end_retry(pp->place, m->os[cpu], &t->pt, how, retry, max);
+	for (int i = 0; i < n && i < max; i++)
+		retry[i] = m->dense[retry[i]];
+	return n < max ? n : max;
 }
 
 void sim_pol_stats(const struct sim_pol *pp, place_stats *out)

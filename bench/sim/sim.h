@@ -185,7 +185,10 @@ void sim_pol_fini(struct sim_pol *pp);
 int sim_pol_select(struct sim_pol *pp, struct sim_task *t, int waker, unsigned flags);
 int sim_pol_idle_enter(struct sim_pol *pp, int cpu);
 int sim_pol_run_begin(struct sim_pol *pp, int cpu, struct sim_task *t);
-int sim_pol_run_end(struct sim_pol *pp, int cpu, struct sim_task *t, unsigned how);
+/* The run of t on cpu ended: the SMT siblings of cpu that a cookie left
+ * forced idle and that may retry now (libplace's place_run_end_retry), at
+ * most max of them into retry (dense); returns their count or an error. */
+int sim_pol_run_end(struct sim_pol *pp, int cpu, struct sim_task *t, unsigned how, int *retry, int max);
 /* libplace's counters (zeros for the baselines). */
 void sim_pol_stats(const struct sim_pol *pp, place_stats *out);
 
