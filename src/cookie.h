@@ -31,7 +31,7 @@
 #define PLACE_OCC_COUNT 1
 
 /*
- * The count half also names the core's CPUs left forced idle (issue 14.6):
+ * The count half also names the core's CPUs left forced idle:
  * bits 0..31 count the running tasks, bit 32 + i is set by the refused
  * run_begin of the core's i-th CPU (i from 0, the CPUs past the 31st share
  * bit 63), and taken away by the run_end that empties the core: that

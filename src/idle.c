@@ -306,7 +306,7 @@ PLACE_INLINE int task_edge(place *p, int cpu, place_task *t, struct place_task_r
 }
 
 /*
- * No clock read on the common run edge (issue 13.1). A run is timed (its
+ * No clock read on the common run edge. A run is timed (its
  * run_begin and run_end read the clock) when its task has no estimate yet
  * or a long one (always_timed(): every run, weight 1), or belongs to a
  * timed run interval, or is the one run in PLACE_RUN_SAMPLE of short tasks

@@ -518,7 +518,7 @@ static inline bool place__util_due(const struct place *p, int l, uint64_t now, u
 /*
  * A wakeup in LLC l is about to stack because its scan bound is 0: should
  * it check first that the 0 is not older than its period (a quiet LLC,
- * where no run_end recomputes it: issue 14.1)? Only where an idle CPU makes
+ * where no run_end recomputes it)? Only where an idle CPU makes
  * it worth a look (RECHECK), and there on one such wakeup in
  * PLACE_RECHECK_EVERY, counted by the statistic the wakeup is about to
  * bump (*stacked, its stacked wakeups in the waker's slot): the clock read

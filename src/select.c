@@ -1126,9 +1126,9 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	return wake_worker_busy_unlock(p, t, waker_cpu, flags, prev, probes, waker);
 }
 
-/* The same, unless the bound of 0 was older than its period (a quiet LLC,
- * issue 14.1) and now lets a scan run: then the busy path decides. Apart,
- * so that only this one pays for the clock read (a call's saved registers). */
+/* The same, unless the bound of 0 was older than its period (a quiet LLC)
+ * and now lets a scan run: then the busy path decides. Apart, so that only
+ * this one pays for the clock read (a call's saved registers). */
 PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
 				     uint64_t probes)
 {

@@ -6,7 +6,7 @@
  * record, destroys the hwloc topology, and builds the arrays from the records
  * alone. Nothing after the load keeps or touches hwloc.
  *
- * Per PU (see include/place.h and issue 2):
+ * Per PU (see include/place.h):
  *   core     the Core ancestor; without one the PU is its own core.
  *   LLC      the topmost data or unified CPU cache ancestor, per PU because
  *            hybrid parts have PUs whose LLC level differs. Instruction caches
@@ -398,7 +398,7 @@ static int read_pus(hwloc_topology_t t, hwloc_const_bitmap_t usable, const char 
 		if (pu->os_index == HWLOC_UNKNOWN_INDEX || !hwloc_bitmap_isset(usable, pu->os_index))
 			continue;
 		/* arrays are sized by the largest OS number: refuse one past
-		 * the limit before anything is (issue 14.5: 1e9 took 3.8 GiB) */
+		 * the limit before anything is (1e9 took 3.8 GiB) */
 		if (pu->os_index > PLACE_CPU_OS_MAX) {
 			free(recs);
 			return place__fail(-EINVAL, "%s: a PU has OS index %u, beyond libplace's limit %d "
