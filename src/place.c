@@ -16,6 +16,18 @@
 #include "idle.h"
 #include "internal.h"
 #include "numa.h"
+
+/* memcheck's client request, a no-op outside valgrind (a few instructions),
+ * where its header is installed (Debian: the valgrind package) */
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define PLACE_MEM_DEFINED(addr, len) VALGRIND_MAKE_MEM_DEFINED((addr), (len))
+#endif
+#endif
+#ifndef PLACE_MEM_DEFINED
+#define PLACE_MEM_DEFINED(addr, len) ((void)0)
+#endif
 #include "widen.h"
 
 #define PLACE_FEAT(name, why) | PLACE_FEAT_##name
@@ -369,7 +381,11 @@ _Static_assert(sizeof(place_task) == sizeof(void *) + sizeof(void *) + sizeof(si
  * owner, marked PLACE_OWNER_REINIT): init has no instance to give it up on,
  * and the owner may be gone. Its instance gives it up at the record's next
  * call there; another instance drops it (place__task_adopt). A record that
- * was never initialised (no magic) holds nothing. */
+ * was never initialised (no magic) holds nothing. Fresh memory is the
+ * common case (a task object just malloc'd): the magic is read whatever it
+ * holds, and memcheck is told so, or every runtime under valgrind would see
+ * a jump on uninitialised memory here. Garbage that matches the magic still
+ * gives nothing up: that takes an owner equal to a live instance's 63-bit id. */
 PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group)
 {
 	struct place_task_rec *r, held = { .queued_cpu = -1 };
@@ -377,6 +393,7 @@ PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group
 	if (!t)
 		return;
 	r = place__rec(t);
+	PLACE_MEM_DEFINED(&r->magic, sizeof(r->magic));
 	if (r->magic == PLACE_TASK_MAGIC && place__rec_holds(r)) {
 		held = *r;
 		held.owner |= PLACE_OWNER_REINIT;
