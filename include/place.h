@@ -295,7 +295,8 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 
 /* Destroy an instance. NULL accepted. No other call on p may be in flight.
  * Task records that still hold something of p (see place_task_init) are
- * refused by other instances until initialised again. */
+ * refused by other instances until initialised again (place_task_init
+ * forgets what they held). */
 PLACE_EXTERN void place_destroy(place *p);
 
 /* The instance's own copy of the topology it was created over (its
@@ -390,7 +391,8 @@ typedef struct place_task {
 
 /* Initialise a task record: no previous CPU, no history, any CPU allowed,
  * cookie (0 = trusted, untagged; see place_task_set_cookie), NUMA group
- * (0 = none). data is left alone.
+ * (0 = none). data is left alone. An initialiser: it never reads the record,
+ * so fresh memory (malloc) is fine, and it forgets whatever the record held.
  * NULL is accepted (nothing happens). A record that was never initialised is
  * refused by every call with -EINVAL.
  *
@@ -401,12 +403,11 @@ typedef struct place_task {
  * nothing, until the first instance gives it up (the task starts there, or
  * place_task_forget there). A record that holds nothing goes to any
  * instance; its history (previous CPU, average run) comes along as hints.
- * A record initialised again while it still holds something keeps that,
- * so that nothing leaks: its instance gives it up at the record's next
- * call there (a wakeup, a run_begin, place_task_forget); another instance
- * drops it without giving it up (its instance may be gone). Give it up
- * with place_task_forget first when that instance lives on and will not
- * see the record again. */
+ * Before initialising (or freeing) a record that still holds something (a
+ * task woken and then dropped: neither started nor forgotten), give it up
+ * with place_task_forget() on its instance: place_task_init has no
+ * instance to give it up on, and the CPU it was sent to would stay claimed
+ * (idle for nobody) until place_claim_release(). */
 PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group);
 
 /* Restrict t to the CPUs in set (size bytes, as CPU_ALLOC_SIZE gives; NULL =

@@ -347,7 +347,7 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	c = &p->cpu[d];
 	/* A record last used elsewhere: refused when it holds something there
 	 * (it means nothing here); a re-initialised one drops that instead */
-	if (r->owner != p->id && place__task_check(p, r, true))
+	if (r->owner != p->id && place__task_check(p, r))
 		return -EXDEV;
 	/* NUMA: t's group (read once: set_group may race) must fit the
 	 * instance's arrays; checked first, so that a refusal changes nothing. */

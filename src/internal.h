@@ -279,7 +279,6 @@ struct place_stat_slot {
 #define PLACE_TASK_MAGIC UINT32_C(0x706c6163) /* "plac" */
 /* owner's low bit: place_task_init() ran while the record held something
  * (instance ids are even) */
-#define PLACE_OWNER_REINIT UINT64_C(1)
 
 struct place_task_rec {
 	uint32_t magic;
@@ -292,7 +291,7 @@ struct place_task_rec {
 	 * them (a wakeup's commit; run_begin adopts a record holding nothing);
 	 * meaningful only while it holds something. Never dereferenced: an id,
 	 * not a pointer, so that a destroyed instance's records never match a
-	 * new one's. | PLACE_OWNER_REINIT after place_task_init. */
+	 * new one's. */
 	uint64_t owner;
 	uint64_t flip_decay_ns;  /* when wakee_flips was last halved */
 	const void *last_wakee;
@@ -495,7 +494,7 @@ static inline struct place_task_rec *place__task_rec(const place_task *t)
 }
 
 /* place.c: a record used with p whose owner is not p's id */
-int place__task_check(const struct place *p, struct place_task_rec *r, bool drop);
+int place__task_check(const struct place *p, const struct place_task_rec *r);
 
 /* idle.c */
 void place__idle_publish(struct place *p, int cpu);

@@ -16,18 +16,6 @@
 #include "idle.h"
 #include "internal.h"
 #include "numa.h"
-
-/* memcheck's client request, a no-op outside valgrind (a few instructions),
- * where its header is installed (Debian: the valgrind package) */
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define PLACE_MEM_DEFINED(addr, len) VALGRIND_MAKE_MEM_DEFINED((addr), (len))
-#endif
-#endif
-#ifndef PLACE_MEM_DEFINED
-#define PLACE_MEM_DEFINED(addr, len) ((void)0)
-#endif
 #include "widen.h"
 
 #define PLACE_FEAT(name, why) | PLACE_FEAT_##name
@@ -181,7 +169,7 @@ static int build_llcs(struct place *p, uint64_t now)
 
 /* A new instance's id for task records: random, so that no other instance
  * (one created later at the same address included) shares it; even and not
- * 0 (PLACE_OWNER_REINIT is the low bit, 0 is a fresh record's owner). The
+ * 0 (0 is a fresh record's owner). The
  * clock and the address stand in when getrandom() fails. */
 static uint64_t instance_id(const struct place *p)
 {
@@ -189,7 +177,7 @@ static uint64_t instance_id(const struct place *p)
 
 	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != (ssize_t)sizeof(id))
 		id = (clock_monotonic(NULL) ^ (uint64_t)(uintptr_t)p) * UINT64_C(0x9e3779b97f4a7c15);
-	return (id & ~PLACE_OWNER_REINIT) | 2;
+	return id | 2;
 }
 
 PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_config *cfg)
@@ -377,37 +365,25 @@ PLACE_EXTERN int place_worker_unregister(place *p, int cpu)
 _Static_assert(sizeof(place_task) == sizeof(void *) + sizeof(void *) + sizeof(size_t) + 12 * 8,
 	       "place_task layout is ABI");
 
-/* A record initialised again while it holds something keeps that (and its
- * owner, marked PLACE_OWNER_REINIT): init has no instance to give it up on,
- * and the owner may be gone. Its instance gives it up at the record's next
- * call there; another instance drops it (place__task_adopt). A record that
- * was never initialised (no magic) holds nothing. Fresh memory is the
- * common case (a task object just malloc'd): the magic is read whatever it
- * holds, and memcheck is told so, or every runtime under valgrind would see
- * a jump on uninitialised memory here. Garbage that matches the magic still
- * gives nothing up: that takes an owner equal to a live instance's 63-bit id. */
+/* An initialiser: it never reads t (fresh memory from malloc is the
+ * common case, and anything read there would be garbage, or a freed task's
+ * stale record at the same address). What a record still holds must be
+ * given up with place_task_forget() first: init has no instance to give it
+ * up on. */
 PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group)
 {
-	struct place_task_rec *r, held = { .queued_cpu = -1 };
+	struct place_task_rec *r;
 
 	if (!t)
 		return;
 	r = place__rec(t);
-	PLACE_MEM_DEFINED(&r->magic, sizeof(r->magic));
-	if (r->magic == PLACE_TASK_MAGIC && place__rec_holds(r)) {
-		held = *r;
-		held.owner |= PLACE_OWNER_REINIT;
-	}
 	t->cpus = NULL;
 	t->cpus_size = 0;
 	memset(t->priv, 0, sizeof(t->priv));
 	r->magic = PLACE_TASK_MAGIC;
 	r->prev_cpu = -1;
 	r->recent_used_cpu = -1;
-	r->queued_cpu = held.queued_cpu;
-	r->claim_gen = held.claim_gen;
-	r->numa_pending = held.numa_pending;
-	r->owner = held.owner;
+	r->queued_cpu = -1;
 	r->cookie = cookie;
 	r->group = group;
 }
@@ -416,28 +392,18 @@ PLACE_EXTERN void place_task_init(place_task *t, uint64_t cookie, uint32_t group
  * A record whose owner is not p's id, about to be used with p (a wakeup,
  * run_begin, place_task_claimed, place_task_forget). -EXDEV when it holds
  * something on another instance (a queue slot or claim, a pending NUMA
- * move) and was not initialised again since: a call on p must not give up,
- * nor end, nor count what only means something there (another instance's
- * claim generations and node numbers); nothing changes then. Else 0; with
- * drop, a record initialised again since lets go of what it held on
- * another instance, without giving it up there (that instance may be gone:
- * give it up with place_task_forget before place_task_init). Only compares
- * ids: the owner may have been destroyed. What the record holds on p stays.
+ * move): a call on p must not give up, nor end, nor count what only means
+ * something there (another instance's claim generations and node numbers);
+ * nothing changes then. Else 0. Only compares ids: the owner may have been
+ * destroyed. What the record holds on p stays.
  */
-int place__task_check(const struct place *p, struct place_task_rec *r, bool drop)
+int place__task_check(const struct place *p, const struct place_task_rec *r)
 {
-	if (!place__rec_holds(r) || (r->owner & ~PLACE_OWNER_REINIT) == p->id)
+	if (!place__rec_holds(r) || r->owner == p->id)
 		return 0;
-	if (!(r->owner & PLACE_OWNER_REINIT))
-		return place__fail(-EXDEV, "the task record holds a %s of another instance "
-				   "(place_task_forget it there first)",
-				   r->queued_cpu >= 0 ? "claim or queue slot" : "NUMA move");
-	if (drop) {
-		r->queued_cpu = -1;
-		r->claim_gen = 0;
-		r->numa_pending = 0;
-	}
-	return 0;
+	return place__fail(-EXDEV, "the task record holds a %s of another instance "
+			   "(place_task_forget it there first)",
+			   r->queued_cpu >= 0 ? "claim or queue slot" : "NUMA move");
 }
 
 PLACE_EXTERN int place_task_set_cpus(place_task *t, const cpu_set_t *set, size_t size)

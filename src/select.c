@@ -597,8 +597,8 @@ static void give_up_delivery(struct place *p, struct place_task_rec *r)
 
 /*
  * t holds something from an earlier wakeup (r->queued_cpu >= 0). Another
- * instance's: -EXDEV (place__task_check), or dropped when the record was
- * initialised since. NOCLAIM answers only: nothing is given up. Otherwise
+ * instance's: -EXDEV (place__task_check). NOCLAIM answers only: nothing
+ * is given up. Otherwise
  * it is given up before the target is chosen, so that this wakeup sees that
  * CPU as it is now (prev's state is read again); but only once the wakeup
  * cannot fail with -ESRCH, a failed call changing nothing. With a usable
@@ -611,7 +611,7 @@ PLACE_NOINLINE int stale_delivery(struct wake *w)
 	int err;
 
 	if (w->r->owner != w->p->id &&
-	    (err = place__task_check(w->p, w->r, !(w->flags & PLACE_WAKE_NOCLAIM))))
+	    (err = place__task_check(w->p, w->r)))
 		return err;
 	if (w->r->queued_cpu < 0 || (w->flags & PLACE_WAKE_NOCLAIM))
 		return 0;
@@ -1235,7 +1235,7 @@ PLACE_EXTERN int place_task_forget(place *p, place_task *t)
 
 	if (!p || !r)
 		return -EINVAL;
-	if (r->owner != p->id && place__task_check(p, r, true))
+	if (r->owner != p->id && place__task_check(p, r))
 		return -EXDEV; /* (a re-initialised record drops what it held elsewhere) */
 	give_up_delivery(p, r);
 	if (r->numa_pending)
@@ -1251,8 +1251,8 @@ PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t)
 
 	if (!p || !r)
 		return -EINVAL;
-	if ((r->owner & ~PLACE_OWNER_REINIT) != p->id && place__rec_holds(r))
-		return place__task_check(p, (struct place_task_rec *)r, false) ?: PLACE_CPU_NONE;
+	if (r->owner != p->id && place__rec_holds(r))
+		return place__task_check(p, r) ?: PLACE_CPU_NONE;
 	cpu = place__dense(p, r->queued_cpu);
 	if (cpu < 0 || !r->claim_gen)
 		return PLACE_CPU_NONE;
