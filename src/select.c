@@ -814,8 +814,11 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 	w.target = wake_target(&w);
 	if (w.target < 0)
 		return -ESRCH; /* no usable CPU (changed nothing, or raced an unregister) */
-	if (err > 0)
+	if (err > 0) {
 		give_up_delivery(p, w.r); /* a new placement's, now that it has a target */
+		if (w.prev >= 0) /* fork-local: the creator's CPU may be the one given up */
+			w.prev_state = probe(&w, w.prev);
+	}
 	return wake_from_target(&w);
 }
 

@@ -360,14 +360,14 @@ static void check_cookies(const struct run *r)
 static void op_wakeup(struct run *r)
 {
 	int ti = arg_task(r), waker = arg_cpu(r);
-	unsigned flags = next(r) & 0xf; /* bit 3 is unknown */
+	unsigned flags = next(r) & 0x3f; /* bit 5 is unknown */
 	place_task *t = task_ptr(r, ti);
 	int expect = 0, ret, d;
 	struct snap before, after;
 	bool claim = !(flags & PLACE_WAKE_NOCLAIM) && (r->p->feat & PLACE_FEAT_CLAIM);
 
-	if (!task_valid(ti) || (flags & ~7u))
-		expect = -EINVAL;
+	if (!task_valid(ti) || (flags & ~0x1fu) || ((flags & PLACE_WAKE_CURRENT) && waker == PLACE_CPU_NONE))
+		expect = -EINVAL; /* a hand-off needs the waker's CPU */
 	else if (waker != PLACE_CPU_NONE && dense(r, waker) < 0)
 		expect = -ENODEV;
 	else if (group_refused(r, t))
@@ -428,8 +428,12 @@ static void op_wakeup(struct run *r)
 			 * unless its core runs another cookie (COOKIES: an idle
 			 * CPU t cannot start on now is not claimed; t queues). */
 			CHECK(!rec->claim_gen || was_avail);
+			/* a hand-off queues on the waker's CPU, never claims it */
 			if (was_avail && !rec->claim_gen)
-				CHECK(sibling_conflict(r, d, rec->cookie)); /* F5 */
+				CHECK(((flags & PLACE_WAKE_CURRENT) && ret == waker) ||
+				      sibling_conflict(r, d, rec->cookie)); /* F5 */
+			if ((flags & PLACE_WAKE_CURRENT) && ret == waker)
+				CHECK(!rec->claim_gen);
 			if (rec->claim_gen) {
 				CHECK(after.state[d] & PLACE_ST_CLAIMED);
 				CHECK(place__st_gen(after.state[d]) == rec->claim_gen);
