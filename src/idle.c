@@ -274,7 +274,7 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
  * cpu from another CPU: our idle bit, then its queue; that CPU goes back
  * into the mask if it is idle with nothing else pending.
  */
-static void start_delivery(struct place *p, int cpu, struct place_task_rec *r)
+PLACE_INLINE void start_delivery(struct place *p, int cpu, struct place_task_rec *r)
 {
 	int from = place__dense(p, r->queued_cpu);
 	uint64_t before, after, fb, fa;
@@ -350,16 +350,22 @@ PLACE_INLINE int begin_check(const place *p, struct place_task_rec *r, uint32_t 
 	return 0;
 }
 
-/* t, admitted by its core and counted on its node, starts on dense d (OS
- * cpu). stamped: the caller has just stored the clock in c->stamp. */
+/* t, admitted by its core, starts on dense d (OS cpu): a forced-idle
+ * period of d ends, t's claim or queue slot ends, its node counts its
+ * group (unless d's node counts that group for prev, a switch's). stamped:
+ * the caller has just stored the clock in c->stamp. */
 PLACE_INLINE void begin_commit(place *p, int d, int cpu, place_task *t, struct place_task_rec *r,
-			       uint64_t cookie, bool stamped)
+			       uint32_t group, uint64_t cookie, bool stamped)
 {
 	struct place_cpu *c = &p->cpu[d];
 
 	if (place__cookie_on(p, d) && p->slot[d].forced_since) /* a forced-idle period ends */
 		place__cookie_forced_end(p, d, place__now(p));
 	start_delivery(p, d, r);
+	if (p->slot[d].curr_group != group || r->numa_pending) {
+		place__numa_end(p, d);
+		place__numa_begin(p, d, r, group);
+	}
 	r->run_weight = run_weight(p, d, r);
 	/* stamp and curr_avg_ns before running: the recompute reads all three */
 	if ((r->run_weight & PLACE_RUN_TIMED) && !stamped)
@@ -386,8 +392,7 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	 * that a refusal changes nothing. */
 	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
 		return place__cookie_refused(p, d);
-	place__numa_begin(p, d, r, group); /* its node counts the group's task */
-	begin_commit(p, d, cpu, t, r, cookie, false);
+	begin_commit(p, d, cpu, t, r, group, cookie, false);
 	return 0;
 }
 
@@ -401,7 +406,7 @@ static uint64_t update_avg(uint64_t avg, uint64_t sample)
 
 /* A timed run ends on cpu: its length goes to t's interval and, weighted,
  * to the CPU's run time; the scan bound's period may have passed. */
-static void run_timed_end(struct place *p, int cpu, struct place_task_rec *r)
+PLACE_INLINE void run_timed_end(struct place *p, int cpu, struct place_task_rec *r)
 {
 	struct place_cpu *c = &p->cpu[cpu];
 	uint64_t now = place__now(p), ran = now > c->stamp ? now - c->stamp : 0;
@@ -424,13 +429,9 @@ PLACE_INLINE int end_check(place *p, int cpu, place_task *t, unsigned how, struc
 }
 
 /* t (checked) stops running on dense d (OS cpu) with how: its queue slot
- * (PREEMPT), its run time, its estimate (SLEEP). Its core and node are the
- * caller's. Returns whether the run was timed (c->stamp then holds the
- * clock). */
-PLACE_INLINE bool end_task(place *p, int d, int cpu, struct place_task_rec *r, unsigned how)
+ * (PREEMPT) and its run time. Its core and node are the caller's. */
+PLACE_INLINE void end_run(place *p, int d, int cpu, struct place_task_rec *r, unsigned how)
 {
-	bool timed = r->run_weight & PLACE_RUN_TIMED;
-
 	if (how == PLACE_RUN_PREEMPT) {
 		/* Still runnable here: it counts in this CPU's queue again. */
 		place__st_enqueue(&p->cpu[d].state);
@@ -438,8 +439,23 @@ PLACE_INLINE bool end_task(place *p, int d, int cpu, struct place_task_rec *r, u
 		r->claim_gen = 0;
 		r->owner = p->id;
 	}
-	if (timed)
+	if (r->run_weight & PLACE_RUN_TIMED)
 		run_timed_end(p, d, r);
+}
+
+/* Nothing runs on dense d any more. */
+PLACE_INLINE void cpu_stop(place *p, int d)
+{
+	struct place_cpu *c = &p->cpu[d];
+
+	place_store_32(&c->running, 0); /* before curr_avg_ns: see busy_until() */
+	c->curr = NULL;
+	place_store_64(&c->curr_avg_ns, 0);
+}
+
+/* t's run interval ends with how (SLEEP: the short-task estimate). */
+PLACE_INLINE void end_interval(struct place_task_rec *r, unsigned how)
+{
 	if (how == PLACE_RUN_SLEEP) {
 		/* the estimate: timed intervals only; never 0 once there is one
 		 * (0 means none, always timed: a 0 ns interval reads as 1 ns) */
@@ -448,18 +464,6 @@ PLACE_INLINE bool end_task(place *p, int d, int cpu, struct place_task_rec *r, u
 		r->run_accum_ns = 0;
 		r->run_interval = PLACE_IVL_NONE;
 	}
-	return timed;
-}
-
-/* Nothing runs on dense d any more: its node uncounts the task's group. */
-PLACE_INLINE void cpu_stop(place *p, int d)
-{
-	struct place_cpu *c = &p->cpu[d];
-
-	place__numa_end(p, d);
-	place_store_32(&c->running, 0); /* before curr_avg_ns: see busy_until() */
-	c->curr = NULL;
-	place_store_64(&c->curr_avg_ns, 0);
 }
 
 /* place_run_end's body: the dense CPU, or a negative errno. *forced gets
@@ -475,8 +479,10 @@ PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_
 	*forced = 0;
 	if (place__cookie_on(p, d)) /* t no longer runs on the core */
 		*forced = place__cookie_leave(p, d, p->cpu[d].curr_cookie);
-	end_task(p, d, cpu, r, how);
+	place__numa_end(p, d); /* nor on the node, for its group */
+	end_run(p, d, cpu, r, how);
 	cpu_stop(p, d);
+	end_interval(r, how);
 	return d;
 }
 
@@ -499,16 +505,6 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
 	if (d < 0 || !forced)
 		return d < 0 ? d : 0;
 	return place__cookie_retry(p, d, forced, retry, max);
-}
-
-/* NUMA: prev's count on d's node becomes next's; nothing to do when both
- * carry one group and next brings no pending move. */
-PLACE_INLINE void numa_switch(place *p, int d, struct place_task_rec *r, uint32_t group)
-{
-	if (p->slot[d].curr_group != group || r->numa_pending) {
-		place__numa_end(p, d);
-		place__numa_begin(p, d, r, group);
-	}
 }
 
 /*
@@ -535,12 +531,14 @@ PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned 
 	keep = !place__cookie_on(p, d) || p->cpu[d].curr_cookie == cookie;
 	if (!keep)
 		place__cookie_leave(p, d, p->cpu[d].curr_cookie);
-	stamped = end_task(p, d, cpu, pr, how);
+	stamped = pr->run_weight & PLACE_RUN_TIMED; /* end_run reads the clock into c->stamp */
+	end_run(p, d, cpu, pr, how);
+	end_interval(pr, how);
 	if (!keep && place__cookie_enter(p, d, cookie)) {
+		place__numa_end(p, d);
 		cpu_stop(p, d);
 		return place__cookie_refused(p, d);
 	}
-	numa_switch(p, d, r, group);
-	begin_commit(p, d, cpu, next, r, cookie, stamped);
+	begin_commit(p, d, cpu, next, r, group, cookie, stamped);
 	return 0;
 }
