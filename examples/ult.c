@@ -132,9 +132,13 @@ static void switch_to(ucontext_t *from, ucontext_t *to, void *fiber)
 
 /* ---- pools, parking, waking --------------------------------------------- */
 
-static void push(struct worker *w, ult *u)
+/* Returns whether the pool held work already. */
+static bool push(struct worker *w, ult *u)
 {
+	bool behind;
+
 	pthread_mutex_lock(&w->lock);
+	behind = w->head;
 	u->next = NULL;
 	if (w->tail)
 		w->tail->next = u;
@@ -144,6 +148,7 @@ static void push(struct worker *w, ult *u)
 	if (w->parked)
 		pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
+	return behind;
 }
 
 static ult *pop(struct worker *w)
@@ -180,7 +185,7 @@ static void lifo_park(ult_rt *rt, int idx, bool in)
 	pthread_mutex_unlock(&rt->lock);
 }
 
-/* Work waits in w's pool behind what w runs: wake a parked thief near w,
+/* A second ULT waits in w's pool: wake a parked thief near w,
  * its CPU claimed for it (it gives the claim back when it wakes). */
 static void call_thief(ult_rt *rt, struct worker *w)
 {
@@ -219,9 +224,8 @@ static void wake(ult_rt *rt, struct worker *wk, ult *u, unsigned flags)
 		wk->runnext = u;
 		return;
 	}
-	push(to, u);
-	if (rt->place && to == wk)
-		call_thief(rt, wk);
+	if (push(to, u) && rt->place)
+		call_thief(rt, to); /* a second ULT waits there */
 }
 
 /* ---- leaving and resuming ---------------------------------------------- */
@@ -346,6 +350,18 @@ void *ult_future_get(ult *self, ult_future *f)
 
 /* ---- ULTs --------------------------------------------------------------- */
 
+/* u's first switch enters trampoline(u) on its own stack. Apart from
+ * ult_spawn: getcontext returns twice, which would clobber its locals. */
+static void make_context(ult *u)
+{
+	getcontext(&u->ctx);
+	u->ctx.uc_stack.ss_sp = u->stack;
+	u->ctx.uc_stack.ss_size = u->rt->stack_size;
+	u->ctx.uc_link = NULL;
+	makecontext(&u->ctx, (void (*)(void))trampoline, 2, (unsigned)(uintptr_t)u,
+		    (unsigned)((uintptr_t)u >> 32));
+}
+
 ult *ult_spawn(ult *self, ult_rt *rt, ult_fn fn, void *arg)
 {
 	ult *u = calloc(1, sizeof(*u));
@@ -361,12 +377,7 @@ ult *ult_spawn(ult *self, ult_rt *rt, ult_fn fn, void *arg)
 	u->vg_stack = STACK_ADD(u->stack, rt->stack_size);
 	place_task_init(&u->task, 0, 0);
 	ult_future_init(&u->done);
-	getcontext(&u->ctx);
-	u->ctx.uc_stack.ss_sp = u->stack;
-	u->ctx.uc_stack.ss_size = rt->stack_size;
-	u->ctx.uc_link = NULL;
-	makecontext(&u->ctx, (void (*)(void))trampoline, 2, (unsigned)(uintptr_t)u,
-		    (unsigned)((uintptr_t)u >> 32));
+	make_context(u);
 	pthread_mutex_lock(&rt->lock);
 	rt->live++;
 	pthread_mutex_unlock(&rt->lock);
