@@ -47,23 +47,26 @@ static int task_index(struct env *e, const void *t)
 	ck_assert_msg((x) == (y), "step %d: %s differs: %llu (two calls) vs %llu (switch)", step, \
 		      what, (unsigned long long)(x), (unsigned long long)(y))
 
+/* The same field f of x (two calls) and y (switch). */
+#define SAME_F(f) SAME(#f, x->f, y->f)
+
 static void same_rec(int step, struct env *a, struct env *b, int i)
 {
 	const struct place_task_rec *x = place__rec(&a->task[i]), *y = place__rec(&b->task[i]);
 
-	SAME("prev_cpu", x->prev_cpu, y->prev_cpu);
-	SAME("queued_cpu", x->queued_cpu, y->queued_cpu);
-	SAME("claim_gen", x->claim_gen, y->claim_gen);
-	SAME("recent_used_cpu", x->recent_used_cpu, y->recent_used_cpu);
-	SAME("wakee_flips", x->wakee_flips, y->wakee_flips);
-	SAME("flip_decay_ns", x->flip_decay_ns, y->flip_decay_ns);
+	SAME_F(prev_cpu);
+	SAME_F(queued_cpu);
+	SAME_F(claim_gen);
+	SAME_F(recent_used_cpu);
+	SAME_F(wakee_flips);
+	SAME_F(flip_decay_ns);
 	SAME("last_wakee", task_index(a, x->last_wakee), task_index(b, y->last_wakee));
-	SAME("avg_run_ns", x->avg_run_ns, y->avg_run_ns);
-	SAME("run_accum_ns", x->run_accum_ns, y->run_accum_ns);
-	SAME("numa_pending", x->numa_pending, y->numa_pending);
-	SAME("numa_moved_ns", x->numa_moved_ns, y->numa_moved_ns);
-	SAME("run_weight", x->run_weight, y->run_weight);
-	SAME("run_interval", x->run_interval, y->run_interval);
+	SAME_F(avg_run_ns);
+	SAME_F(run_accum_ns);
+	SAME_F(numa_pending);
+	SAME_F(numa_moved_ns);
+	SAME_F(run_weight);
+	SAME_F(run_interval);
 }
 
 static void same_state(int step, struct env *a, struct env *b)
@@ -75,13 +78,13 @@ static void same_state(int step, struct env *a, struct env *b)
 	for (int c = 0; c < a->nr_cpus; c++) {
 		const struct place_cpu *x = &p->cpu[c], *y = &q->cpu[c];
 
-		SAME("state", x->state, y->state);
-		SAME("running", x->running, y->running);
+		SAME_F(state);
+		SAME_F(running);
 		SAME("curr", task_index(a, x->curr), task_index(b, y->curr));
-		SAME("curr_avg_ns", x->curr_avg_ns, y->curr_avg_ns);
-		SAME("curr_cookie", x->curr_cookie, y->curr_cookie);
-		SAME("stamp", x->stamp, y->stamp);
-		SAME("busy_ns", x->busy_ns, y->busy_ns);
+		SAME_F(curr_avg_ns);
+		SAME_F(curr_cookie);
+		SAME_F(stamp);
+		SAME_F(busy_ns);
 		SAME("util_seen", p->util_seen[c], q->util_seen[c]);
 		SAME("curr_group", p->slot[c].curr_group, q->slot[c].curr_group);
 		SAME("run_seq", p->slot[c].run_seq, q->slot[c].run_seq);
@@ -97,10 +100,10 @@ static void same_state(int step, struct env *a, struct env *b)
 			SAME("icpus", x->icpus[w], y->icpus[w]);
 			SAME("icores", x->icores[w], y->icores[w]);
 		}
-		SAME("has_idle_cores", x->has_idle_cores, y->has_idle_cores);
-		SAME("nr_idle_scan", x->nr_idle_scan, y->nr_idle_scan);
-		SAME("util_avg", x->util_avg, y->util_avg);
-		SAME("util_stamp", x->util_stamp, y->util_stamp);
+		SAME_F(has_idle_cores);
+		SAME_F(nr_idle_scan);
+		SAME_F(util_avg);
+		SAME_F(util_stamp);
 	}
 	for (int w = 0; w < p->llc_words; w++)
 		SAME("llc_idle", p->llc_idle[w], q->llc_idle[w]);
