@@ -651,9 +651,10 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
  * counts end as the two calls leave them. But cpu never is between tasks
  * on the way: no waker or scan sees it without a running task, and when
  * next carries prev's cookie (COOKIES) the core's occupancy is not touched
- * (no sibling of another cookie can slip in; a refused sibling's retry
- * signal stays with the core for a later run end). next may be prev (a
- * yield that keeps running: PREEMPT then resume).
+ * (no sibling of another cookie can slip in; a sibling refused before
+ * stays forced idle and its retry signal waits for the run end that
+ * empties the core: the two calls would give it to place_run_end, which
+ * names no one). next may be prev (a yield that runs on: PREEMPT, resume).
  * Errors, nothing changed: -EINVAL p NULL, prev or next NULL or not
  * initialised, prev is not the task running on cpu, or how unknown;
  * -ENODEV cpu not usable; -ENOENT no worker registered on cpu; -EXDEV next
