@@ -381,7 +381,12 @@ ult *ult_spawn(ult *self, ult_rt *rt, ult_fn fn, void *arg)
 	pthread_mutex_lock(&rt->lock);
 	rt->live++;
 	pthread_mutex_unlock(&rt->lock);
-	wake(rt, self ? self->w : NULL, u, self ? PLACE_WAKE_NEW : 0);
+	if (self && rt->place) { /* work-first: the parent runs on, the child waits here */
+		if (push(self->w, u))
+			call_thief(rt, self->w);
+	} else {
+		wake(rt, self ? self->w : NULL, u, 0);
+	}
 	return u;
 }
 

@@ -6,9 +6,13 @@
  * - One worker thread per usable CPU (pinned), each with a pool (a queue
  *   under a mutex) and a runnext slot; an idle worker steals from the
  *   others in place_steal_order() (nearest first), then parks.
- * - A woken ULT goes where place_wakeup() says; a ULT spawned by a ULT is
- *   woken with PLACE_WAKE_NEW (fork-local unless its CPU is busy); a worker
- *   that queues behind work wakes a parked thief near it (place_idle_near).
+ * - A woken ULT (blocked, then set free) goes where place_wakeup() says. A
+ *   ULT spawned by a ULT is work-first, as in Argobots or TBB: it waits in
+ *   the spawner's pool (its first place_run_begin, wherever it runs, needs
+ *   no wakeup) while the parent runs on; place_wakeup with PLACE_WAKE_NEW
+ *   placed it on the other CPU and cost fork-join 15-20% (place-ultbench
+ *   fib, 2 CPUs). A worker whose pool holds a second ULT wakes a parked
+ *   thief near it (place_idle_near).
  * - Futures: a ULT blocks on one (ult_future_get) and is woken by its set;
  *   ult_join is a future. A set with ULT_HANDOFF hands the CPU over: the
  *   waiter is woken with PLACE_WAKE_CURRENT into the setter's runnext, and
