@@ -135,6 +135,8 @@ asan_check() {
 # report fails the stage; tests/tsan.supp holds liburcu internals only.
 # tests/test_pool runs too: under TSan examples/pool.c guards each ck_ring
 # with a mutex, since TSan cannot see ck_ring's hand-offs (RELIABILITY.md).
+# tests/test_ult too: examples/ult.c tells TSan about its swapcontext
+# switches with the fiber API (__tsan_switch_to_fiber) under TSan builds.
 tsan_check() {
 	dir="$TOP/build-tsan"
 	mkdir -p "$dir"
@@ -143,7 +145,7 @@ tsan_check() {
 	# quiet: gcc warns that TSan does not model atomic_thread_fence (-Wtsan)
 	make -j"$JOBS" --no-print-directory >/dev/null 2>&1 || {
 		make --no-print-directory 2>&1 | tail -n 40; echo "build.sh: TSan build failed"; exit 1; }
-	suites="tests/test_engine_stress tests/test_invariants tests/test_pool tests/test_numa tests/test_reconf_stress"
+	suites="tests/test_engine_stress tests/test_invariants tests/test_pool tests/test_ult tests/test_numa tests/test_reconf_stress"
 	for src in "$TOP"/tests/test_*cookie*stress*.c; do # the cookie stress suite
 		name=tests/$(basename "$src" .c)
 		grep -q "^check_PROGRAMS += $name\$" "$TOP/tests/local.am" && suites="$suites $name"

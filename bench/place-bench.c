@@ -4,8 +4,9 @@
  * For each policy (linear, sis_core, exact) side by side, on synthetic SMT2
  * topologies of 16, 64, 256 and 1024 CPUs, at 0%, 50%, 90% and 99% busy, it
  * times place_wakeup() and the idle edges (place_run_begin, place_run_end,
- * place_idle_enter) and place_claim_release(), and reads the CPUs probed per
- * wakeup from place_stats_read().
+ * place_idle_enter) and place_claim_release(), a direct switch
+ * (place_run_switch) beside the two calls it replaces, and reads the CPUs
+ * probed per wakeup from place_stats_read().
  *
  * How the load is held still. A busy CPU runs a dummy task (place_run_begin)
  * for the whole row. Each measured step copies a task record from a fixed
@@ -73,13 +74,13 @@
 /* ------------------------------------------------------------------------ */
 /* What is measured                                                          */
 
-enum op { OP_WAKE, OP_IDLE, OP_BEGIN, OP_END, OP_REL, NR_OPS };
+enum op { OP_WAKE, OP_IDLE, OP_BEGIN, OP_END, OP_REL, OP_PAIR, OP_SWITCH, NR_OPS };
 
 static const char *const op_fn[NR_OPS] = {
 	"place_wakeup", "place_idle_enter", "place_run_begin", "place_run_end",
-	"place_claim_release",
+	"place_claim_release", "bench_pair", "place_run_switch",
 };
-static const char *const op_short[NR_OPS] = { "wake", "idle", "begin", "end", "rel" };
+static const char *const op_short[NR_OPS] = { "wake", "idle", "begin", "end", "rel", "pair", "switch" };
 
 struct topo_def {
 	const char *name;
@@ -475,22 +476,34 @@ static void guard_drop(struct bench *b, int cpu)
 	__atomic_store_n(&b->owner[cpu], 0, __ATOMIC_RELEASE);
 }
 
-/* The worker of busy cpu runs the stacked task t between two slices of its
- * dummy. Untimed. The guard waits while another thread does the same on cpu
- * (the API allows one worker per CPU). */
-static void undo_stacked(struct bench *b, int cpu, place_task *t, struct samples *s)
+/* What a direct switch replaces: prev ends, next begins (out of line, so
+ * that callgrind counts the pair's inclusive cost). */
+__attribute__((noinline)) static int bench_pair(place *p, int cpu, place_task *prev, unsigned how,
+						place_task *next)
 {
+	int rc = place_run_end(p, cpu, prev, how);
+
+	return rc ? rc : place_run_begin(p, cpu, next);
+}
+
+/* The worker of busy cpu runs the stacked task t between two slices of its
+ * dummy: two switches, each either the two calls (pair) or one
+ * place_run_switch, drawn at random (both leave the same state). The guard
+ * waits while another thread does the same on cpu (the API allows one
+ * worker per CPU). */
+static void undo_stacked(struct bench *b, int cpu, place_task *t, bool sw, struct samples *s)
+{
+	int (*fn)(place *, int, place_task *, unsigned, place_task *) = sw ? place_run_switch : bench_pair;
+	struct samples *st = s ? &s[sw ? OP_SWITCH : OP_PAIR] : NULL;
 	place *p = b->p;
 
 	guard_take(b, cpu);
-	if (s) {
+	if (s && !sw) {
 		s[OP_BEGIN].untimed += 2;
 		s[OP_END].untimed += 2;
 	}
-	check("run_end dummy", place_run_end(p, cpu, &b->dummy[cpu], PLACE_RUN_PREEMPT));
-	check("run_begin stacked", place_run_begin(p, cpu, t));
-	check("run_end stacked", place_run_end(p, cpu, t, PLACE_RUN_SLEEP));
-	check("run_begin dummy", place_run_begin(p, cpu, &b->dummy[cpu]));
+	check("switch to stacked", TIMED(st, fn(p, cpu, &b->dummy[cpu], PLACE_RUN_PREEMPT, t)));
+	check("switch to dummy", TIMED(st, fn(p, cpu, t, PLACE_RUN_SLEEP, &b->dummy[cpu])));
 	guard_drop(b, cpu);
 }
 
@@ -529,7 +542,7 @@ static void step(struct bench *b, place_task *t, uint64_t *rng, struct samples *
 	if (s && b->dump_each)
 		CALLGRIND_DUMP_STATS; /* parts 2..: one wakeup each */
 	if (b->busy[cpu])
-		undo_stacked(b, cpu, t, s);
+		undo_stacked(b, cpu, t, r & (1ull << 41), s);
 	else if (place_task_claimed(b->p, t) != cpu || (r & (1ull << 40)) || b->groups)
 		/* Also for a stack behind another thread's claim; and always
 		 * with groups: a NUMA-moved task holds its move-cap slot until
@@ -811,8 +824,10 @@ static bool cg_run(const char *cmd, long n[NR_OPS])
 
 	if (!pipe)
 		return false;
-	got = fscanf(pipe, "calls %ld %ld %ld %ld %ld", &n[0], &n[1], &n[2], &n[3], &n[4]);
-	return pclose(pipe) == 0 && got == NR_OPS;
+	got = fscanf(pipe, "calls");
+	for (int op = 0; op < NR_OPS && got == 0; op++)
+		got = fscanf(pipe, " %ld", &n[op]) == 1 ? 0 : -1;
+	return pclose(pipe) == 0 && got == 0;
 }
 
 /* Mean instructions per call of each op: inclusive cost over call count. */
@@ -957,12 +972,12 @@ static void print_ir(const struct row *r)
 
 static void print_table_header(bool ir)
 {
-	printf("%-5s %8s %4s %4s %-8s | %6s %6s | %6s %6s %6s | %6s %6s %6s %6s",
+	printf("%-5s %8s %4s %4s %-8s | %6s %6s | %6s %6s %6s | %6s %6s %6s %6s %6s %6s",
 	       "cpus", "llc_cpus", "load", "busy", "policy", "wake", "p90", "probes", "stack%",
-	       "lost", "idle", "begin", "end", "rel");
+	       "lost", "idle", "begin", "end", "rel", "pair", "switch");
 	if (ir)
-		printf(" | %5s %5s %5s | %5s %5s %5s %5s", "Irwk", "med", "p90", "idle", "begin",
-		       "end", "rel");
+		printf(" | %5s %5s %5s | %5s %5s %5s %5s %5s %5s", "Irwk", "med", "p90", "idle", "begin",
+		       "end", "rel", "pair", "switch");
 	putchar('\n');
 }
 
@@ -988,8 +1003,10 @@ static const char table_legend[] =
 	"probes: CPUs probed per wakeup (place_stats_read); stack%: wakeups that found no idle CPU\n"
 	"lost: lost claims per wakeup; idle, begin, end, rel: median ns of place_idle_enter,\n"
 	"place_run_begin, place_run_end (the claimed CPU runs the task and parks again) and\n"
-	"place_claim_release; Irwk, med, p90: callgrind instructions per place_wakeup (mean,\n"
-	"median, 90th percentile); idle..rel: instructions per call of the others (means)\n";
+	"place_claim_release; pair, switch: a busy CPU's worker going from its task to a stacked\n"
+	"one and back, with place_run_end + place_run_begin (pair) or place_run_switch (each\n"
+	"undo draws one); Irwk, med, p90: callgrind instructions per place_wakeup (mean,\n"
+	"median, 90th percentile); idle..switch: instructions per call of the others (means)\n";
 
 /* A row of policy pi with the same topology, load and threads as r. */
 static const struct row *find_row(const struct row *rows, int nr, int ti, int li, int pi,

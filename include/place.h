@@ -638,6 +638,37 @@ PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
  * worker of cpu. */
 PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned how, int *retry, int max);
 
+/* A direct switch: prev stops and next starts on cpu, in one call that
+ * costs less than the two. For runtimes that go from one task to the next
+ * without their worker loop (user-level threads: yield_to, a join that
+ * resumes a ready task, exit-to; coroutines): prev, the task running on
+ * cpu, stops with how (as place_run_end) and next starts (as
+ * place_run_begin). The same
+ * effects as place_run_end(p, cpu, prev, how) then place_run_begin(p, cpu,
+ * next): prev's run time up to now is charged to prev and next's from now
+ * to next; statistics, queue counts (PREEMPT counts prev as queued on cpu;
+ * next's claim or queue slot ends wherever it was), idle masks and NUMA
+ * counts end as the two calls leave them. But cpu never is between tasks
+ * on the way: no waker or scan sees it without a running task, and when
+ * next carries prev's cookie (COOKIES) the core's occupancy is not touched
+ * (no sibling of another cookie can slip in; a sibling refused before
+ * stays forced idle and its retry signal waits for the run end that
+ * empties the core: the two calls would give it to place_run_end, which
+ * names no one). next may be prev (a yield that runs on: PREEMPT, resume).
+ * Errors, nothing changed: -EINVAL p NULL, prev or next NULL or not
+ * initialised, prev is not the task running on cpu, or how unknown;
+ * -ENODEV cpu not usable; -ENOENT no worker registered on cpu; -EXDEV next
+ * holds something of another instance; -ENOSPC (NUMA) next's group is
+ * above max_groups.
+ * One error after a change: -EBUSY (COOKIES) next's cookie differs from
+ * prev's and an SMT sibling of cpu runs a task of another cookie than
+ * next's: prev has ended (exactly as place_run_end(prev, how): with
+ * PREEMPT it is queued on cpu), next was refused (exactly as
+ * place_run_begin: it keeps its claim or queue slot and must not run,
+ * cpu is forced idle), and cpu is between tasks: its worker runs another
+ * task or parks with place_idle_enter. Only the worker of cpu. */
+PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned how, place_task *next);
+
 /* A wakeup that claimed cpu could not be delivered: release the claim held
  * on cpu (whichever task holds it; that task's later run_begin then ends
  * nothing). If cpu is idle it is idle for new wakeups again. Works after the

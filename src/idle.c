@@ -274,7 +274,7 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
  * cpu from another CPU: our idle bit, then its queue; that CPU goes back
  * into the mask if it is idle with nothing else pending.
  */
-static void start_delivery(struct place *p, int cpu, struct place_task_rec *r)
+PLACE_INLINE void start_delivery(struct place *p, int cpu, struct place_task_rec *r)
 {
 	int from = place__dense(p, r->queued_cpu);
 	uint64_t before, after, fb, fa;
@@ -334,44 +334,65 @@ PLACE_INLINE uint8_t run_weight(struct place *p, int cpu, struct place_task_rec 
 	return w || r->run_interval == PLACE_IVL_TIMED ? w | PLACE_RUN_TIMED : 0;
 }
 
-PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
+/* What run_begin checks of t's record before anything changes: a record
+ * that holds something of another instance (it means nothing here; a
+ * re-initialised one drops that instead), a NUMA group beyond the
+ * instance's arrays. *group and *cookie get t's values, each read once
+ * (set_group and set_cookie may race). */
+PLACE_INLINE int begin_check(const place *p, struct place_task_rec *r, uint32_t *group, uint64_t *cookie)
 {
-	struct place_task_rec *r;
-	int d = between_tasks(p, task_edge(p, cpu, t, &r));
-	struct place_cpu *c;
-	uint64_t cookie;
-	uint32_t group;
-
-	if (d < 0)
-		return d;
-	c = &p->cpu[d];
-	/* A record last used elsewhere: refused when it holds something there
-	 * (it means nothing here); a re-initialised one drops that instead */
 	if (r->owner != p->id && place__task_check(p, r))
 		return -EXDEV;
-	/* NUMA: t's group (read once: set_group may race) must fit the
-	 * instance's arrays; checked first, so that a refusal changes nothing. */
-	group = place_load_32(&r->group);
-	if (place__numa_check(p, group))
+	*group = place_load_32(&r->group);
+	if (place__numa_check(p, *group))
 		return -ENOSPC;
-	/* COOKIES: the core admits t's cookie (read once: set_cookie may race)
-	 * before anything changes, so that a refusal changes nothing. */
-	cookie = place_load_64(&r->cookie);
-	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
-		return place__cookie_refused(p, d);
+	*cookie = place_load_64(&r->cookie);
+	return 0;
+}
+
+/* t, admitted by its core, starts on dense d (OS cpu): a forced-idle
+ * period of d ends, t's claim or queue slot ends, its node counts its
+ * group (unless d's node counts that group for prev, a switch's). stamped:
+ * the caller has just stored the clock in c->stamp. */
+PLACE_INLINE void begin_commit(place *p, int d, int cpu, place_task *t, struct place_task_rec *r,
+			       uint32_t group, uint64_t cookie, bool stamped)
+{
+	struct place_cpu *c = &p->cpu[d];
+
 	if (place__cookie_on(p, d) && p->slot[d].forced_since) /* a forced-idle period ends */
 		place__cookie_forced_end(p, d, place__now(p));
 	start_delivery(p, d, r);
-	place__numa_begin(p, d, r, group); /* its node counts the group's task */
+	if (p->slot[d].curr_group != group || r->numa_pending) {
+		place__numa_end(p, d);
+		place__numa_begin(p, d, r, group);
+	}
 	r->run_weight = run_weight(p, d, r);
 	/* stamp and curr_avg_ns before running: the recompute reads all three */
-	if (r->run_weight & PLACE_RUN_TIMED)
+	if ((r->run_weight & PLACE_RUN_TIMED) && !stamped)
 		place_store_64(&c->stamp, place__now(p));
 	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
 	place_store_32(&c->running, 1);
 	c->curr = t;
 	c->curr_cookie = cookie; /* what run_end gives back to the core */
 	r->prev_cpu = cpu;
+}
+
+PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
+{
+	struct place_task_rec *r;
+	int d = between_tasks(p, task_edge(p, cpu, t, &r)), err;
+	uint64_t cookie;
+	uint32_t group;
+
+	if (d < 0)
+		return d;
+	if ((err = begin_check(p, r, &group, &cookie)))
+		return err;
+	/* COOKIES: the core admits t's cookie before anything changes, so
+	 * that a refusal changes nothing. */
+	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
+		return place__cookie_refused(p, d);
+	begin_commit(p, d, cpu, t, r, group, cookie, false);
 	return 0;
 }
 
@@ -385,7 +406,7 @@ static uint64_t update_avg(uint64_t avg, uint64_t sample)
 
 /* A timed run ends on cpu: its length goes to t's interval and, weighted,
  * to the CPU's run time; the scan bound's period may have passed. */
-static void run_timed_end(struct place *p, int cpu, struct place_task_rec *r)
+PLACE_INLINE void run_timed_end(struct place *p, int cpu, struct place_task_rec *r)
 {
 	struct place_cpu *c = &p->cpu[cpu];
 	uint64_t now = place__now(p), ran = now > c->stamp ? now - c->stamp : 0;
@@ -396,36 +417,45 @@ static void run_timed_end(struct place *p, int cpu, struct place_task_rec *r)
 	util_tick(p, p->map[cpu].llc, now);
 }
 
-/* place_run_end's body: the dense CPU, or a negative errno. *forced gets
- * the forced-idle bits its leave took (COOKIES: the core's CPUs that a
- * cookie refused and that may retry now), else 0. */
-PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_t *forced)
+/* What every run end checks: t is the task running on cpu, how is known.
+ * Returns the dense CPU or a negative errno. */
+PLACE_INLINE int end_check(place *p, int cpu, place_task *t, unsigned how, struct place_task_rec **r)
 {
-	struct place_task_rec *r;
-	int d = task_edge(p, cpu, t, &r);
-	struct place_cpu *c;
+	int d = task_edge(p, cpu, t, r);
 
-	if (d < 0)
-		return d;
-	c = &p->cpu[d];
-	if (how > PLACE_RUN_PREEMPT || c->curr != t)
+	if (d >= 0 && (how > PLACE_RUN_PREEMPT || p->cpu[d].curr != t))
 		return -EINVAL;
-	*forced = 0;
-	if (place__cookie_on(p, d)) /* t no longer runs on the core */
-		*forced = place__cookie_leave(p, d, c->curr_cookie);
-	place__numa_end(p, d); /* nor on the node, for its group */
+	return d;
+}
+
+/* t (checked) stops running on dense d (OS cpu) with how: its queue slot
+ * (PREEMPT) and its run time. Its core and node are the caller's. */
+PLACE_INLINE void end_run(place *p, int d, int cpu, struct place_task_rec *r, unsigned how)
+{
 	if (how == PLACE_RUN_PREEMPT) {
 		/* Still runnable here: it counts in this CPU's queue again. */
-		place__st_enqueue(&c->state);
+		place__st_enqueue(&p->cpu[d].state);
 		r->queued_cpu = cpu;
 		r->claim_gen = 0;
 		r->owner = p->id;
 	}
 	if (r->run_weight & PLACE_RUN_TIMED)
 		run_timed_end(p, d, r);
+}
+
+/* Nothing runs on dense d any more. */
+PLACE_INLINE void cpu_stop(place *p, int d)
+{
+	struct place_cpu *c = &p->cpu[d];
+
 	place_store_32(&c->running, 0); /* before curr_avg_ns: see busy_until() */
 	c->curr = NULL;
 	place_store_64(&c->curr_avg_ns, 0);
+}
+
+/* t's run interval ends with how (SLEEP: the short-task estimate). */
+PLACE_INLINE void end_interval(struct place_task_rec *r, unsigned how)
+{
 	if (how == PLACE_RUN_SLEEP) {
 		/* the estimate: timed intervals only; never 0 once there is one
 		 * (0 means none, always timed: a 0 ns interval reads as 1 ns) */
@@ -434,6 +464,25 @@ PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_
 		r->run_accum_ns = 0;
 		r->run_interval = PLACE_IVL_NONE;
 	}
+}
+
+/* place_run_end's body: the dense CPU, or a negative errno. *forced gets
+ * the forced-idle bits its leave took (COOKIES: the core's CPUs that a
+ * cookie refused and that may retry now), else 0. */
+PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_t *forced)
+{
+	struct place_task_rec *r;
+	int d = end_check(p, cpu, t, how, &r);
+
+	if (d < 0)
+		return d;
+	*forced = 0;
+	if (place__cookie_on(p, d)) /* t no longer runs on the core */
+		*forced = place__cookie_leave(p, d, p->cpu[d].curr_cookie);
+	place__numa_end(p, d); /* nor on the node, for its group */
+	end_run(p, d, cpu, r, how);
+	cpu_stop(p, d);
+	end_interval(r, how);
 	return d;
 }
 
@@ -456,4 +505,40 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
 	if (d < 0 || !forced)
 		return d < 0 ? d : 0;
 	return place__cookie_retry(p, d, forced, retry, max);
+}
+
+/*
+ * run_end(prev, how) then run_begin(next) as one step: the CPU stays
+ * running (its worker's thread never is between tasks for a waker or the
+ * scan bound), one clock read serves both when prev's run was timed, and
+ * the core's occupancy (COOKIES) and the node's count (NUMA) are left as
+ * they are when next carries prev's cookie and group. Only with another
+ * cookie does the core see a leave and an enter, whose refusal leaves what
+ * the two calls leave: prev ended, cpu between tasks.
+ */
+PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned how, place_task *next)
+{
+	struct place_task_rec *pr, *r = NULL;
+	int d = end_check(p, cpu, prev, how, &pr), err;
+	uint64_t cookie;
+	uint32_t group;
+	bool keep, stamped;
+
+	if (d >= 0 && !(r = place__task_rec(next)))
+		return -EINVAL;
+	if (d < 0 || (err = begin_check(p, r, &group, &cookie)))
+		return d < 0 ? d : err;
+	keep = !place__cookie_on(p, d) || p->cpu[d].curr_cookie == cookie;
+	if (!keep)
+		place__cookie_leave(p, d, p->cpu[d].curr_cookie);
+	stamped = pr->run_weight & PLACE_RUN_TIMED; /* end_run reads the clock into c->stamp */
+	end_run(p, d, cpu, pr, how);
+	end_interval(pr, how);
+	if (!keep && place__cookie_enter(p, d, cookie)) {
+		place__numa_end(p, d);
+		cpu_stop(p, d);
+		return place__cookie_refused(p, d);
+	}
+	begin_commit(p, d, cpu, next, r, group, cookie, stamped);
+	return 0;
 }
