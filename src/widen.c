@@ -134,8 +134,8 @@ static bool hunt_take(struct place_hunt *h, int cpu, uint64_t s)
 		h->lost++;
 		return false;
 	}
-	if (h->claim && p->policy == PLACE_POLICY_EXACT)
-		place__exact_unpublish(p, cpu); /* claimed is not idle */
+	if (h->claim)
+		place__claim_unpublish(p, cpu, &h->probes);
 	h->cpu = cpu;
 	return true;
 }
