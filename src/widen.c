@@ -117,6 +117,39 @@ void place__mask_repair(struct place *p, int cpu, uint64_t *probes, uint64_t *fa
 	}
 }
 
+/* ---- a claim's bit (SIS_CORE, widen.h) -------------------------------- */
+
+/* Is an SMT sibling of cpu available? Each state read is a probe. */
+static bool sibling_available(const struct place *p, int cpu, uint64_t *probes)
+{
+	for (int sib = p->sib_next[cpu]; sib != cpu; sib = p->sib_next[sib])
+		if (++*probes, place__st_available(place__state(p, sib)))
+			return true;
+	return false;
+}
+
+/* The bit of claimed cpu is set (and with SMT no idle core is hinted):
+ * clear it unless a sibling is available. The siblings are read again
+ * after the clear (the Dekker pair of repair(): a sibling entering idle saw
+ * the bit and set none of its own), and the bit comes back for one found
+ * available. */
+uint64_t place__claimed_unpublish(struct place *p, int cpu)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+	struct place_llc *llc = &p->llc[m->llc];
+	uint64_t probes = 0;
+
+	if (m->smt > 1 && sibling_available(p, cpu, &probes))
+		return probes;
+	place_mask_clear(llc->icpus, m->pos);
+	if (m->smt < 2)
+		return probes;
+	place_fence_rmw_load(); /* the clear before the state loads; pairs with idle_enter */
+	if (sibling_available(p, cpu, &probes) && place_mask_set(llc->icpus, m->pos))
+		place__llc_idle_note(llc);
+	return probes;
+}
+
 /* ---- the search -------------------------------------------------------- */
 
 
@@ -135,7 +168,7 @@ static bool hunt_take(struct place_hunt *h, int cpu, uint64_t s)
 		return false;
 	}
 	if (h->claim)
-		place__claim_unpublish(p, cpu, &h->probes);
+		h->probes += place__claim_unpublish(p, cpu);
 	h->cpu = cpu;
 	return true;
 }

@@ -61,15 +61,6 @@ static inline void place__llc_idle_note(struct place_llc *llc)
 		place_or_64(llc->summary, llc->summary_bit);
 }
 
-/* Is an SMT sibling of cpu available? Each state read is a probe. */
-static inline bool place__sibling_available(const struct place *p, int cpu, uint64_t *probes)
-{
-	for (int sib = p->sib_next[cpu]; sib != cpu; sib = p->sib_next[sib])
-		if (++*probes, place__st_available(place__state(p, sib)))
-			return true;
-	return false;
-}
-
 /*
  * SIS_CORE: cpu was just claimed, so it is not idle any more; its mask bit,
  * left set, is a false positive. A scan for idle cores (has_idle_cores)
@@ -79,35 +70,25 @@ static inline bool place__sibling_available(const struct place *p, int cpu, uint
  * claimed, per wakeup. So the bit goes at the claim: at once without SMT;
  * with SMT it stands for the whole core (one bit per core), so only while
  * the LLC has no idle core (the next scan is for idle CPUs) and no sibling
- * is available. The siblings are read again after the clear (the Dekker
- * pair of repair(): a sibling entering idle saw the bit and set none of
- * its own), and the bit comes back for one found available. The probes
- * count.
+ * is available (widen.c, out of line). Returns the CPUs it probed.
  */
-static inline void place__claimed_unpublish(struct place *p, int cpu, uint64_t *probes)
-{
-	const struct place_cpu_map *m = &p->map[cpu];
-	struct place_llc *llc = &p->llc[m->llc];
-	uint64_t *icpus = llc->icpus;
+uint64_t place__claimed_unpublish(struct place *p, int cpu);
 
-	if (!place_mask_test(icpus, m->pos) ||
-	    (m->smt > 1 && (place_load_32(&llc->has_idle_cores) || place__sibling_available(p, cpu, probes))))
-		return;
-	place_mask_clear(icpus, m->pos);
-	if (m->smt < 2)
-		return;
-	place_fence_rmw_load(); /* the clear before the state loads; pairs with idle_enter */
-	if (place__sibling_available(p, cpu, probes) && place_mask_set(icpus, m->pos))
-		place__llc_idle_note(llc);
-}
-
-/* cpu was just claimed: claimed is not idle, in the policy's mask. */
-static inline void place__claim_unpublish(struct place *p, int cpu, uint64_t *probes)
+/* cpu was just claimed: claimed is not idle, in the policy's mask. The
+ * common case inline: no bit (or, with SMT, an idle core hinted) costs a
+ * few loads. Returns the CPUs probed. */
+static inline uint64_t place__claim_unpublish(struct place *p, int cpu)
 {
-	if (p->policy == PLACE_POLICY_SIS_CORE)
-		place__claimed_unpublish(p, cpu, probes);
-	else if (p->policy == PLACE_POLICY_EXACT)
-		place__exact_unpublish(p, cpu);
+	const struct place_llc *llc = p->cpu[cpu].llc; /* on the line the claim just wrote */
+
+	if (p->policy != PLACE_POLICY_SIS_CORE) {
+		if (p->policy == PLACE_POLICY_EXACT)
+			place__exact_unpublish(p, cpu);
+		return 0;
+	}
+	if ((llc->smt && place_load_32(&llc->has_idle_cores)) || !place_mask_test(llc->icpus, p->map[cpu].pos))
+		return 0;
+	return place__claimed_unpublish(p, cpu);
 }
 
 /* May an LLC other than l have an idle CPU (WIDEN's hint; one load for up
