@@ -12,11 +12,13 @@
 # the same binary gives the same bytes. Run from the top of the tree or from
 # build/:   bench/sweep.sh [--sim PATH] [--runs N] [--seed S] [--raw DIR]
 #                                    [--shapes LIST] [--policies LIST] [--model OPTS]
+#                                    [--candidate NAME]
 #
 # --raw DIR keeps place-sim's TSV rows (every counter) for each shape and
 # workload; --shapes takes a comma list of shape names (smt1,...); --model
 # passes machine-model options to place-sim (e.g. '--probe-ns 0': what the
-# decisions' cost accounts for).
+# decisions' cost accounts for); --candidate compares another libplace
+# variant in sis_core's place (e.g. sis_core/no-widen).
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -eu
@@ -27,7 +29,8 @@ seed=1
 raw=
 only=
 model=
-policies=sis_core,linear,lifo,random
+cand=sis_core
+policies=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sim) sim=$2; shift 2 ;;
@@ -37,7 +40,8 @@ while [ $# -gt 0 ]; do
 	--shapes) only=$2; shift 2 ;;
 	--policies) policies=$2; shift 2 ;;
 	--model) model=$2; shift 2 ;;
-	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+	--candidate) cand=$2; shift 2 ;;
+	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
 	*) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -48,6 +52,7 @@ if [ -z "$sim" ]; then
 fi
 [ -n "$sim" ] && [ -x "$sim" ] || { echo "sweep.sh: no place-sim (build first, or --sim PATH)" >&2; exit 2; }
 [ -z "$raw" ] || mkdir -p "$raw"
+[ -n "$policies" ] || policies=$cand,linear,lifo,random
 
 # name|cores|hwloc synthetic string
 shapes='smt1|32|pack:1 l3:1 core:32 pu:1
@@ -77,7 +82,7 @@ loads() { # $1 = cores: schbench's workers per message thread
 # TSV rows of one shape and workload -> one line of cells. Columns are found
 # by name in the header; the policy order inside a load does not matter.
 cells() {
-	awk -F'\t' -v pol="$policies" '
+	awk -F'\t' -v c="$cand" '
 	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 	/^#/ { next }
 	{
@@ -90,9 +95,9 @@ cells() {
 		for (k = 1; k <= n; k++) {
 			l = order[k]
 			best = thr[l, "lifo"] > thr[l, "random"] ? thr[l, "lifo"] : thr[l, "random"]
-			r = best > 0 ? thr[l, "sis_core"] / best : 0
-			q = p99[l, "lifo"] > 0 ? p99[l, "sis_core"] / p99[l, "lifo"] : 1
-			bad = (r < 0.98 || q > 1.0 || !ok[l, "sis_core"]) ? "*" : " "
+			r = best > 0 ? thr[l, c] / best : 0
+			q = p99[l, "lifo"] > 0 ? p99[l, c] / p99[l, "lifo"] : 1
+			bad = (r < 0.98 || q > 1.0 || !ok[l, c]) ? "*" : " "
 			printf " %5.3f/%4.2f%s", r, q, bad
 		}
 		printf "\n"
@@ -109,7 +114,7 @@ run() { # $1 = shape name, $2 = topology, $3 = workload, $4 = loads, then option
 	printf '%s\n' "$out" | cells
 }
 
-echo "# bench/sweep.sh: sis_core throughput / max(lifo, random) and wakeup p99 / lifo's;"
+echo "# bench/sweep.sh: $cand throughput / max(lifo, random) and wakeup p99 / lifo's;"
 echo "# '*' misses thr >= 0.98 or p99 <= 1.00. Each row: the median-time run of seeds $seed..$((seed + runs - 1))"
 echo "# (hackbench: of seeds $seed..$((seed + runs + 1)))${model:+. Model: $model}."
 printf '%-16s' "shape workload"
@@ -125,7 +130,7 @@ rows=$(printf '%s\n' "$shapes" | while IFS='|' read -r name cores topo; do
 done)
 printf '%s\n' "$rows"
 # The summary: cells that win on both counts, and the geometric mean of thr.
-printf '%s\n' "$rows" | awk '{
+printf '%s\n' "$rows" | awk -v c="$cand" '{
 	for (i = 3; i <= NF; i++) {
 		split($i, v, "/")
 		n++; lg += log(v[1])
@@ -134,5 +139,5 @@ printf '%s\n' "$rows" | awk '{
 		if (v[2] + 0 > 1.0) late++
 	}
 } END {
-	if (n) printf "summary: sis_core wins %d of %d cells (%d below 0.98 thr, %d above LIFO p99); thr geomean %.3f\n", n - miss, n, slow, late, exp(lg / n)
+	if (n) printf "summary: %s wins %d of %d cells (%d below 0.98 thr, %d above LIFO p99); thr geomean %.3f\n", c, n - miss, n, slow, late, exp(lg / n)
 }'

@@ -91,8 +91,8 @@ PLACE_INLINE bool take_seen(struct wake *w, int cpu, uint64_t s)
 		w->lost++;
 		return false;
 	}
-	if (w->claim && w->p->policy == PLACE_POLICY_EXACT)
-		place__exact_unpublish(w->p, cpu); /* claimed is not idle */
+	if (w->claim)
+		w->probes += place__claim_unpublish(w->p, cpu);
 	w->cpu = cpu;
 	return true;
 }
@@ -934,8 +934,7 @@ PLACE_INLINE int prev_idle_unlock(place *p, place_task *t, int waker_cpu, int wa
 		place__count(p, waker, p->map[prev].llc, PLACE_STAT_lost_claims, 1);
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	}
-	if (p->policy == PLACE_POLICY_EXACT)
-		place__exact_unpublish(p, prev); /* claimed is not idle */
+	probes += place__claim_unpublish(p, prev);
 	return short_commit(p, waker, r, prev, gen, PLACE_STAT_hit_target, probes);
 }
 

@@ -117,6 +117,39 @@ void place__mask_repair(struct place *p, int cpu, uint64_t *probes, uint64_t *fa
 	}
 }
 
+/* ---- a claim's bit (SIS_CORE, widen.h) -------------------------------- */
+
+/* Is an SMT sibling of cpu available? Each state read is a probe. */
+static bool sibling_available(const struct place *p, int cpu, uint64_t *probes)
+{
+	for (int sib = p->sib_next[cpu]; sib != cpu; sib = p->sib_next[sib])
+		if (++*probes, place__st_available(place__state(p, sib)))
+			return true;
+	return false;
+}
+
+/* The bit of claimed cpu is set (and with SMT no idle core is hinted):
+ * clear it unless a sibling is available. The siblings are read again
+ * after the clear (the Dekker pair of repair(): a sibling entering idle saw
+ * the bit and set none of its own), and the bit comes back for one found
+ * available. */
+uint64_t place__claimed_unpublish(struct place *p, int cpu)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+	struct place_llc *llc = &p->llc[m->llc];
+	uint64_t probes = 0;
+
+	if (m->smt > 1 && sibling_available(p, cpu, &probes))
+		return probes;
+	place_mask_clear(llc->icpus, m->pos);
+	if (m->smt < 2)
+		return probes;
+	place_fence_rmw_load(); /* the clear before the state loads; pairs with idle_enter */
+	if (sibling_available(p, cpu, &probes) && place_mask_set(llc->icpus, m->pos))
+		place__llc_idle_note(llc);
+	return probes;
+}
+
 /* ---- the search -------------------------------------------------------- */
 
 
@@ -134,8 +167,8 @@ static bool hunt_take(struct place_hunt *h, int cpu, uint64_t s)
 		h->lost++;
 		return false;
 	}
-	if (h->claim && p->policy == PLACE_POLICY_EXACT)
-		place__exact_unpublish(p, cpu); /* claimed is not idle */
+	if (h->claim)
+		h->probes += place__claim_unpublish(p, cpu);
 	h->cpu = cpu;
 	return true;
 }
@@ -219,12 +252,24 @@ PLACE_NOINLINE bool hunt_llc(struct place_hunt *h, int l, const uint64_t *mask, 
 	return false;
 }
 
+/* The LLCs of a search, in order, noted by its first pass as it visits
+ * them (all: the pass ran to the end), for the second pass to walk. */
+struct llc_list {
+	int l[PLACE_WIDEN_LLCS];
+	int n;
+};
+
 /* One ring of LLCs (far 0: the target's node, 1: the others) whose summary
- * bit is set, from the target's LLC on and wrapping, appended to out (at
- * most PLACE_WIDEN_LLCS in all): one word at a time, the target's word
- * twice (above the target first, below it last). */
-static int ring_order(const struct place *p, const struct place_cpu_map *tm, bool far, int *out, int n)
+ * bit is set, from the target's LLC on and wrapping, one word at a time, the
+ * target's word twice (above the target first, below it last): each visited
+ * for h, and noted in seen, while the budget and the room in seen last. A
+ * word is read when its turn comes (the LLCs visited before it change only
+ * their own bits): a search that ends in its first LLCs reads no further.
+ * Returns -1 when found, 0 when the budget ran out, else 1. */
+static int hunt_ring(struct place_hunt *h, const struct place_cpu_map *tm, bool far, bool whole,
+		     struct llc_list *seen)
 {
+	const struct place *p = h->p;
 	int words = p->llc_words, w0 = (int)((unsigned)tm->llc / 64);
 	const uint64_t *node = &p->node_llcs[tm->node * words];
 	uint64_t self = UINT64_C(1) << ((unsigned)tm->llc % 64);
@@ -234,35 +279,60 @@ static int ring_order(const struct place *p, const struct place_cpu_map *tm, boo
 
 		if (i == w0)
 			bits &= k == 0 ? ~(self | (self - 1)) : self - 1;
-		for (; bits && n < PLACE_WIDEN_LLCS; bits &= bits - 1)
-			out[n++] = i * 64 + __builtin_ctzll(bits);
+		for (; bits && seen->n < PLACE_WIDEN_LLCS; bits &= bits - 1) {
+			int l = i * 64 + __builtin_ctzll(bits);
+			const uint64_t *mask = hunt_mask(p, &p->llc[l], whole);
+
+			seen->l[seen->n++] = l;
+			if (mask && hunt_llc(h, l, mask, tm->pos, whole, NULL))
+				return -1;
+			if (h->budget <= 0)
+				return 0;
+		}
 	}
-	return n;
+	return 1;
+}
+
+/* A pass over the LLCs in order, at most PLACE_WIDEN_LLCS: found (-1),
+ * budget spent (0), or every LLC visited and noted in seen (1). */
+PLACE_INLINE int hunt_rings(struct place_hunt *h, const struct place_cpu_map *tm, bool node_only, bool whole,
+		      struct llc_list *seen)
+{
+	int r = hunt_ring(h, tm, false, whole, seen);
+
+	return r > 0 && !node_only ? hunt_ring(h, tm, true, whole, seen) : r;
 }
 
 /*
  * Beyond the target's LLC, in sched_ext's order: a whole idle core (cores)
  * in the target's node, then anywhere; an idle CPU in the node, then
  * anywhere (node_only: never off the node). Only LLCs whose summary bit is
- * set are visited (the summary read once), at most PLACE_WIDEN_LLCS of
- * them, and at most PLACE_WIDEN_BUDGET mask bits (one core each) for a
- * whole core, as many for an idle CPU.
+ * set are visited, at most PLACE_WIDEN_LLCS of them, and at most
+ * PLACE_WIDEN_BUDGET mask bits (one core each) for a whole core, as many
+ * for an idle CPU. The idle-CPU pass walks the LLCs the whole-core pass
+ * noted when that one saw them all.
  */
 bool place__widen(struct place_hunt *h, int target, bool node_only, bool cores)
 {
 	const struct place_cpu_map *tm = &h->p->map[target];
-	int llcs[PLACE_WIDEN_LLCS], n = ring_order(h->p, tm, false, llcs, 0);
+	struct llc_list seen; /* only seen.n is set: no memset of the list */
+	int r = 0;
 
-	if (!node_only)
-		n = ring_order(h->p, tm, true, llcs, n);
-	for (int whole = cores; whole >= 0; whole--) {
-		h->budget = PLACE_WIDEN_BUDGET;
-		for (int j = 0; j < n && h->budget > 0; j++) {
-			const uint64_t *mask = hunt_mask(h->p, &h->p->llc[llcs[j]], whole);
+	seen.n = 0;
 
-			if (mask && hunt_llc(h, llcs[j], mask, tm->pos, whole, NULL))
-				return true;
-		}
+	h->budget = PLACE_WIDEN_BUDGET;
+	if (cores && (r = hunt_rings(h, tm, node_only, true, &seen)) < 0)
+		return true;
+	h->budget = PLACE_WIDEN_BUDGET;
+	if (r <= 0) { /* not all seen */
+		seen.n = 0;
+		return hunt_rings(h, tm, node_only, false, &seen) < 0;
+	}
+	for (int j = 0; j < seen.n && h->budget > 0; j++) {
+		const uint64_t *mask = hunt_mask(h->p, &h->p->llc[seen.l[j]], false);
+
+		if (mask && hunt_llc(h, seen.l[j], mask, tm->pos, false, NULL))
+			return true;
 	}
 	return false;
 }

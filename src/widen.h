@@ -61,6 +61,36 @@ static inline void place__llc_idle_note(struct place_llc *llc)
 		place_or_64(llc->summary, llc->summary_bit);
 }
 
+/*
+ * SIS_CORE: cpu was just claimed, so it is not idle any more; its mask bit,
+ * left set, is a false positive. A scan for idle cores (has_idle_cores)
+ * repairs one the first time it meets it; a scan for idle CPUs does not
+ * (only a fail-prone one does), so every later scan probes it again: a
+ * waker waking N tasks in a row probed up to N-1 CPUs it had itself
+ * claimed, per wakeup. So the bit goes at the claim: at once without SMT;
+ * with SMT it stands for the whole core (one bit per core), so only while
+ * the LLC has no idle core (the next scan is for idle CPUs) and no sibling
+ * is available (widen.c, out of line). Returns the CPUs it probed.
+ */
+uint64_t place__claimed_unpublish(struct place *p, int cpu);
+
+/* cpu was just claimed: claimed is not idle, in the policy's mask. The
+ * common case inline: no bit (or, with SMT, an idle core hinted) costs a
+ * few loads. Returns the CPUs probed. */
+static inline uint64_t place__claim_unpublish(struct place *p, int cpu)
+{
+	const struct place_llc *llc = p->cpu[cpu].llc; /* on the line the claim just wrote */
+
+	if (p->policy != PLACE_POLICY_SIS_CORE) {
+		if (p->policy == PLACE_POLICY_EXACT)
+			place__exact_unpublish(p, cpu);
+		return 0;
+	}
+	if ((llc->smt && place_load_32(&llc->has_idle_cores)) || !place_mask_test(llc->icpus, p->map[cpu].pos))
+		return 0;
+	return place__claimed_unpublish(p, cpu);
+}
+
 /* May an LLC other than l have an idle CPU (WIDEN's hint; one load for up
  * to 64 LLCs)? No call: place_wakeup stays a leaf function. */
 static inline bool place__widen_elsewhere(const struct place *p, int l)

@@ -186,6 +186,55 @@ START_TEST(t_repair_and_sibling_rescan)
 }
 END_TEST
 
+/*
+ * SIS_CORE: a claimed CPU is not idle, so its bit leaves the mask at the
+ * claim, where nothing else stands for its core: at once without SMT; with
+ * SMT while the LLC hints no idle core and no sibling is available. Left
+ * set, a scan for idle CPUs probed it for nothing, each wakeup again (it
+ * repairs nothing). The bit comes back when the CPU is available again.
+ */
+START_TEST(t_claim_clears_stale_bit)
+{
+	struct env e;
+	place_stats before, after;
+
+	env_open(&e, "synthetic:pack:1 l3:1 core:8 pu:1", PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	ck_assert_uint_eq(env_mask(&e, 0), 0xff);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 0, 3), PLACE_CPU_NONE, 0), 3);
+	ck_assert_uint_eq(env_mask(&e, 0), 0xf7);
+	ck_assert_int_eq(place_claim_release(e.p, 3), 0);
+	ck_assert_uint_eq(env_mask(&e, 0), 0xff);
+	/* a waker's fan-out: three claims, then a wakeup whose prev is one of
+	 * them scans past the other two without probing them */
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1 + i, 4 + i), 0, 0), 4 + i);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x8f);
+	before = env_stats(&e);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 4, 4), PLACE_CPU_NONE, 0), 7);
+	after = env_stats(&e);
+	ck_assert_uint_eq(after.cpus_probed - before.cpus_probed, 2); /* prev, then 7 */
+	env_close(&e);
+
+	/* SMT: mask {0, 2}, CPUs 1 and 3 busy, no idle core */
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	all_busy_then_empty_mask(&e);
+	env_park(&e, 0, &e.task[32]);
+	env_park(&e, 2, &e.task[34]);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x5);
+	ck_assert_uint_eq(env_llc(&e, 0)->has_idle_cores, 0);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 0, 0), PLACE_CPU_NONE, 0), 0);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x4); /* core 0 has nothing available */
+	/* core 2 parks whole: an idle core, its bit stands for the core */
+	env_park(&e, 4, &e.task[36]);
+	env_park(&e, 5, &e.task[37]);
+	ck_assert_uint_eq(env_llc(&e, 0)->has_idle_cores, 1);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x14);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 4), PLACE_CPU_NONE, 0), 4);
+	ck_assert_uint_eq(env_mask(&e, 0), 0x14); /* 5 is available: the bit stays */
+	env_close(&e);
+}
+END_TEST
+
 /* Two wakeups never return the same idle CPU while idle CPUs remain: eight
  * wakeups from mixed wakers and prevs take eight different CPUs. */
 START_TEST(t_no_two_wakeups_same_cpu)
@@ -1189,6 +1238,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_core_granule, 0, 3);
 	tcase_add_test(tc, t_pending_skips_mask);
 	tcase_add_test(tc, t_repair_and_sibling_rescan);
+	tcase_add_test(tc, t_claim_clears_stale_bit);
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
 	tcase_add_loop_test(tc, t_handoff, 0, 3);

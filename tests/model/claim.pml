@@ -243,6 +243,13 @@ proctype waker(byte t)
 		od
 	:: else -> skip
 	fi;
+	/* widen.h place__claim_unpublish(): claimed is not idle; X is a core
+	 * of one CPU, so its bit goes (place_mask_test, then the clear, an
+	 * RMW). The claim's end puts it back (assertion 4). */
+	if
+	:: claimed && mask == 1 -> mask = 0
+	:: else -> skip
+	fi;
 
 	if
 	:: claimed ->
