@@ -508,7 +508,7 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 	struct sim_result *res = calloc((size_t)np, sizeof(*res));
 	struct sim_result *all = calloc((size_t)(np * nl), sizeof(*all));
 	char what[1024];
-	int err = 0;
+	int err = 0, name_w = sim_report_name_width(pol, np);
 	/* Not under the machine-readable formats. */
 	bool summarise = o->summary && o->fmt != SIM_FMT_TSV && o->fmt != SIM_FMT_JSON;
 
@@ -518,7 +518,7 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 		return -ENOMEM;
 	}
 	describe(what, sizeof(what), o, m, topo);
-	sim_report_header(stdout, o->fmt, what);
+	sim_report_header(stdout, o->fmt, what, name_w);
 	for (int li = 0; li < nl && !err; li++) {
 		sim_set_load(&o->prm, o->load_name, loads[li]);
 		for (int pi = 0; pi < np && !err; pi++) {
@@ -529,7 +529,7 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 				fprintf(stderr, "place-sim: %s at %s=%d: %s\n", pol[pi].name, o->load_name,
 					loads[li], place_strerror(err));
 			else
-				sim_report_row(stdout, o->fmt, &res[pi], &res[0], li == 0 && pi == 0);
+				sim_report_row(stdout, o->fmt, name_w, &res[pi], &res[0], li == 0 && pi == 0);
 		}
 		if (!err && summarise)
 			memcpy(&all[li * np], res, (size_t)np * sizeof(*res));

@@ -233,7 +233,8 @@ enum place_policy {
  * its CPU's node in each run_begin and run_end (shared only by that node's
  * CPUs), and its cross-node wakeups read the clock and a load sample of
  * each node (tasks and usable CPUs, rescanned from the node's per-CPU lines
- * at most once per util_period_ns); a NUMA move adds one compare-and-swap. */
+ * once per util_period_ns or per node CPUs / 8 + 1 decisions, whichever
+ * comes first); a NUMA move adds one compare-and-swap. */
 #define PLACE_FEAT_NUMA         (1u << 6)
 /* Beyond the LLC (sched_ext's order): when the target's LLC has nothing
  * idle for t, a whole idle core in the target's node, then anywhere; then
@@ -508,7 +509,8 @@ PLACE_EXTERN size_t place_task_size(void);
  * then the waker) when the group runs more there, its share of the tasks on
  * that node is at least its share on prev's node (the consolidation
  * patches' rule dst_running * src_nr >= src_running * dst_nr, tasks running and queued,
- * the nodes' loads as sampled at most util_period_ns ago),
+ * the nodes' loads as sampled at most util_period_ns and node CPUs / 8 + 1
+ * decisions ago),
  * and that node keeps a CPU free for t or is less loaded per CPU than
  * prev's; otherwise it stays (numa_kept). A task never crosses nodes within
  * numa_cooldown_ns after its last NUMA move (numa_cooldown_skips when one

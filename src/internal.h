@@ -446,9 +446,15 @@ static inline bool place__allowed(const struct place *p, const place_task *t, in
 	return !t->cpus || CPU_ISSET_S((size_t)p->map[cpu].os, t->cpus_size, t->cpus);
 }
 
-/* Count v in statistic id: in the slot of dense CPU cpu when the calling
- * thread is that CPU's worker (single writer), else in LLC llc's external
- * slot (cpu -1; atomic add). */
+/* The statistics a wakeup counts in: the slot of dense CPU cpu when the
+ * calling thread is that CPU's worker (single writer: place_count_64), else
+ * (cpu -1) LLC llc's external slot (atomic adds). */
+static inline uint64_t *place__stat_slot(struct place *p, int cpu, int llc)
+{
+	return cpu >= 0 ? p->slot[cpu].v : p->ext[llc].v;
+}
+
+/* Count v in statistic id, in place__stat_slot(p, cpu, llc). */
 static inline void place__count(struct place *p, int cpu, int llc, enum place_stat_id id, uint64_t v)
 {
 	if (cpu >= 0)

@@ -43,14 +43,19 @@ struct place_numa_node {
 	alignas(PLACE_CACHELINE) uint64_t moving;
 	/* The node's load sample for the cross-node decision (numa.c
 	 * node_load()): tasks on its CPUs (running + queued) and its usable
-	 * CPUs, summed from the per-CPU lines at most once per util_period_ns.
-	 * load_stamp is the gate: the decider whose CAS moves it forward
-	 * rescans and stores nr and cap (relaxed); deciders read all three
-	 * relaxed. A torn or one-period-old sample skews one decision: the
-	 * counts are hints, as the kernel's NUMA statistics are. */
+	 * CPUs, summed from the per-CPU lines, used by at most load_uses_max
+	 * decisions within util_period_ns. load_stamp is the gate: the decider
+	 * whose CAS moves it (forward, or at the same time once the uses are
+	 * spent) rescans and stores nr, cap and uses 0 (relaxed); deciders read
+	 * them relaxed and count a use with a plain load and store (relaxed: a
+	 * lost use lets the sample answer one more decision). A torn sample
+	 * skews one decision: the counts are hints, as the kernel's NUMA
+	 * statistics are. load_uses_max is read-only after create. */
 	alignas(PLACE_CACHELINE) uint64_t load_stamp; /* when sampled, 0 = never */
 	uint64_t load_nr;
 	uint64_t load_cap;
+	uint64_t load_uses;
+	uint64_t load_uses_max;
 };
 
 /* The running count of group g (>= 1) on node n. */

@@ -461,8 +461,7 @@ PLACE_INLINE void set_scan_sibling(struct wake *w)
 /* The count of stacked wakeups that this one adds to (wake_commit()). */
 static const uint64_t *stacked(const struct wake *w)
 {
-	return w->waker >= 0 ? &w->p->slot[w->waker].v[PLACE_STAT_hit_fallback]
-			     : &w->p->ext[w->tm->llc].v[PLACE_STAT_hit_fallback];
+	return &place__stat_slot(w->p, w->waker, w->tm->llc)[PLACE_STAT_hit_fallback];
 }
 
 /*
@@ -888,22 +887,20 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 {
 	const struct place_cpu_map *m = &p->map[prev];
 	int os = m->os;
+	uint64_t *v;
 
 	r->queued_cpu = os;
 	r->claim_gen = gen;
 	r->owner = p->id;
+	v = place__stat_slot(p, waker, m->llc);
 	if (waker >= 0) {
-		uint64_t *v = p->slot[waker].v;
-
 		place_count_64(&v[level], 1);
 		place_count_64(&v[PLACE_STAT_cpus_probed], probes);
 		if (waker == prev)
 			place_count_64(&v[PLACE_STAT_affine_wakeups], 1); /* as wake_target() */
 	} else {
-		uint64_t *ext = p->ext[m->llc].v;
-
-		place_add_64(&ext[level], 1);
-		place_add_64(&ext[PLACE_STAT_cpus_probed], probes);
+		place_add_64(&v[level], 1);
+		place_add_64(&v[PLACE_STAT_cpus_probed], probes);
 	}
 	place__read_unlock(p);
 	return os;
@@ -1145,9 +1142,9 @@ PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, uns
 PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
 				       uint64_t probes)
 {
-	int llc = p->map[prev].llc;
+	int llc = p->map[prev].llc; /* no worker waker here: the LLC's slot */
 
-	if (place__util_recheck(p, llc, &p->ext[llc].v[PLACE_STAT_hit_fallback]))
+	if (place__util_recheck(p, llc, &place__stat_slot(p, -1, llc)[PLACE_STAT_hit_fallback]))
 		return wake_stale_unlock(p, t, waker_cpu, flags, prev, probes);
 	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
 }

@@ -259,7 +259,7 @@ START_TEST(t_stays_when_dst_busier)
 		ck_assert_int_eq(place_run_end(e.p, c, &e.task[10 + c - D - 2], PLACE_RUN_SLEEP), 0);
 	env_run(&e, D + 2, task_g(&e, 4, 5, -1));
 	cpu = env_wake(&e, task_g(&e, 5, 5, 3), waker, 0);
-	ck_assert_int_eq(node_of(&e, cpu), 0); /* node loads are sampled once per util period */
+	ck_assert_int_eq(node_of(&e, cpu), 0); /* the node loads sampled by the first decision */
 	e.now += e.p->util_period_ns;
 	cpu = env_wake(&e, task_g(&e, 5, 5, 3), waker, 0);
 	ck_assert_int_eq(node_of(&e, cpu), dst_of[_i]);
@@ -378,6 +378,41 @@ START_TEST(t_cap)
 	cpu = env_wake(&e, task_g(&e, 11, 5, 1), waker, 0);
 	ck_assert_int_eq(node_of(&e, cpu), dst_of[topo]);
 	ck_assert_uint_eq(moving(&e, dst_of[topo]), cap);
+	env_close(&e);
+}
+END_TEST
+
+/*
+ * A burst within one util period: wakeups of other and other tasks of the
+ * group (no cool-down), all last run on node 0, by a worker of dst, where
+ * the group runs; each moved task starts where it was placed. Once dst's
+ * CPUs are all busy the moves stop, within the decisions that one node load
+ * sample answers (a node's CPUs / 8 + 1). A sample held for the whole
+ * period answered every decision with the room dst had at the first, and
+ * every task of the burst moved. A cap above the burst: only loads stop it.
+ */
+START_TEST(t_burst_sees_its_moves)
+{
+	struct env e;
+	int n, D, waker, on_dst = 1; /* the waker's task */
+
+	numa_open(&e, topos[_i], PLACE_FEAT_DEFAULT, 0, 64, COOLDOWN_NS);
+	n = npc(&e);
+	D = dst_of[_i] * n;
+	waker = D + 1;
+	env_run(&e, waker, task_g(&e, 0, 5, -1));
+	for (int i = 1; i <= 2 * n; i++) {
+		int cpu = env_wake(&e, task_g(&e, i, 5, i % n), waker, 0);
+
+		if (node_of(&e, cpu) != dst_of[_i])
+			continue;
+		on_dst++;
+		if (place_task_claimed(e.p, &e.task[i]) == cpu)
+			env_run(&e, cpu, &e.task[i]);
+	}
+	ck_assert_msg(on_dst >= n && on_dst <= n + n / 8 + 1, "%d tasks sent to dst's %d CPUs", on_dst, n);
+	ck_assert_uint_eq(env_stats(&e).numa_moves, (uint64_t)on_dst - 1);
+	ck_assert_uint_eq(env_stats(&e).numa_kept, (uint64_t)(2 * n - on_dst + 1));
 	env_close(&e);
 }
 END_TEST
@@ -696,6 +731,7 @@ static Suite *numa_suite(void)
 	tcase_add_loop_test(tc, t_stays_when_dst_busier, 0, 2);
 	tcase_add_loop_test(tc, t_cooldown, 0, 2);
 	tcase_add_loop_test(tc, t_cap, 0, 4);
+	tcase_add_loop_test(tc, t_burst_sees_its_moves, 0, 2);
 	tcase_add_loop_test(tc, t_feature_off_unchanged, 0, 2);
 	tcase_add_loop_test(tc, t_group_limit, 0, 2);
 	tcase_add_test(tc, t_one_node);

@@ -35,6 +35,17 @@ if grep -q '^  load: pingpong --pairs; vs: ' "$TMP/tab" && grep -q 'icmiss%: ' "
 else
 	bad "no legend under the table: $(tail -n 3 "$TMP/tab")"
 fi
+# A policy name longer than the column widens it: every line of a readable
+# table ends its third column (time_ms) at the same place, in each format.
+for f in table brief numa; do
+	sim --workload pingpong --policies sis_core,sis_core/no-short_affine/no-wake_wide --format $f >"$TMP/wide"
+	ends=$(awk '/^ *(load|[0-9]+) / && match($0, /^ *[^ ]+ +[^ ]+ +[^ ]+/) { print RLENGTH }' "$TMP/wide" | sort -u)
+	if [ "$(echo "$ends" | wc -l)" -eq 1 ]; then
+		ok "--format $f: columns aligned after a long policy name"
+	else
+		bad "--format $f: time_ms ends at $(echo "$ends" | tr '\n' ' ')"
+	fi
+done
 
 for w in hackbench schbench pingpong stream mix; do
 	for f in table tsv; do

@@ -70,20 +70,20 @@ static struct sim_result run1(struct fixture *fx, const struct sim_params *p, co
 static char *report(struct fixture *fx, const struct sim_params *p, size_t *len)
 {
 	struct sim_policy_spec spec[32];
-	int n = sim_policy_parse("all", spec, 32);
+	int n = sim_policy_parse("all", spec, 32), w = sim_report_name_width(spec, n);
 	struct sim_result first;
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
 
 	ck_assert_ptr_nonnull(f);
-	sim_report_header(f, SIM_FMT_TSV, "test");
+	sim_report_header(f, SIM_FMT_TSV, "test", w);
 	for (int i = 0; i < n; i++) {
 		struct sim_result r;
 
 		ck_assert_int_eq(sim_run(fx->topo, &fx->m, p, &spec[i], false, &r, NULL, NULL), 0);
 		if (!i)
 			first = r;
-		sim_report_row(f, SIM_FMT_TSV, &r, &first, i == 0);
+		sim_report_row(f, SIM_FMT_TSV, w, &r, &first, i == 0);
 	}
 	fclose(f);
 	return buf;

@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "sim.h"
 
@@ -34,7 +35,17 @@ static void json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-void sim_report_header(FILE *f, int fmt, const char *what)
+int sim_report_name_width(const struct sim_policy_spec *pol, int np)
+{
+	int w = 22;
+
+	for (int i = 0; i < np; i++)
+		if ((int)strlen(pol[i].name) > w)
+			w = (int)strlen(pol[i].name);
+	return w;
+}
+
+void sim_report_header(FILE *f, int fmt, const char *what, int name_w)
 {
 	switch (fmt) {
 	case SIM_FMT_NONE:
@@ -42,24 +53,25 @@ void sim_report_header(FILE *f, int fmt, const char *what)
 		break;
 	case SIM_FMT_TABLE:
 		fprintf(f, "# %s\n", what);
-		fprintf(f, "%5s %-22s %9s %11s %7s %8s %8s %8s %5s %7s %8s %8s %7s %7s %6s %7s %5s %6s\n",
-			"load", "policy", "time_ms", "work/s", "vs", "p50_us", "p99_us", "p999_us", "util",
-			"icmiss%", "stack", "stackany", "xllc", "xnode", "probe", "fpos", "lost", "ns/dec");
+		fprintf(f, "%5s %-*s %9s %11s %7s %8s %8s %8s %5s %7s %8s %8s %7s %7s %6s %7s %5s %6s\n",
+			"load", name_w, "policy", "time_ms", "work/s", "vs", "p50_us", "p99_us", "p999_us",
+			"util", "icmiss%", "stack", "stackany", "xllc", "xnode", "probe", "fpos", "lost", "ns/dec");
 		break;
 	case SIM_FMT_BRIEF:
 		fprintf(f, "# %s\n", what);
-		fprintf(f, "%5s %-22s %9s %7s %8s %5s %7s %6s %7s %6s\n", "load", "policy", "time_ms", "vs",
-			"p99_us", "util", "icmiss%", "stack", "xllc", "probe");
+		fprintf(f, "%5s %-*s %9s %7s %8s %5s %7s %6s %7s %6s\n", "load", name_w, "policy", "time_ms",
+			"vs", "p99_us", "util", "icmiss%", "stack", "xllc", "probe");
 		break;
 	case SIM_FMT_COOKIES:
 		fprintf(f, "# %s\n", what);
-		fprintf(f, "%5s %-22s %9s %7s %8s %5s %8s %8s %8s %8s %9s\n", "load", "policy", "time_ms", "vs",
-			"p99_us", "util", "forced%", "refused", "fallback", "viol", "viol_us");
+		fprintf(f, "%5s %-*s %9s %7s %8s %5s %8s %8s %8s %8s %9s\n", "load", name_w, "policy",
+			"time_ms", "vs", "p99_us", "util", "forced%", "refused", "fallback", "viol", "viol_us");
 		break;
 	case SIM_FMT_NUMA:
 		fprintf(f, "# %s\n", what);
-		fprintf(f, "%5s %-22s %9s %7s %8s %5s %7s %7s %6s %7s %7s %6s %6s\n", "load", "policy", "time_ms",
-			"vs", "p99_us", "util", "xwake%", "xnode", "imbal%", "moves", "kept", "cool", "cap");
+		fprintf(f, "%5s %-*s %9s %7s %8s %5s %7s %7s %6s %7s %7s %6s %6s\n", "load", name_w, "policy",
+			"time_ms", "vs", "p99_us", "util", "xwake%", "xnode", "imbal%", "moves", "kept", "cool",
+			"cap");
 		break;
 	case SIM_FMT_TSV:
 		fprintf(f, "load\tpolicy\tok\ttime_ns\tunits\twork_per_s\tvs_first\tlat_p50_ns\tlat_p99_ns"
@@ -79,11 +91,11 @@ void sim_report_header(FILE *f, int fmt, const char *what)
 	}
 }
 
-static void row_table(FILE *f, const struct sim_result *r, double vs)
+static void row_table(FILE *f, int name_w, const struct sim_result *r, double vs)
 {
-	fprintf(f, "%5d %-22s %9.3f %11.0f %+6.1f%% %8.1f %8.1f %8.1f %4.0f%% %6.2f%% %8" PRIu64
+	fprintf(f, "%5d %-*s %9.3f %11.0f %+6.1f%% %8.1f %8.1f %8.1f %4.0f%% %6.2f%% %8" PRIu64
 		   " %8" PRIu64 " %7" PRIu64 " %7" PRIu64 " %6.2f %7" PRIu64 " %5" PRIu64 " %6.0f%s\n",
-		r->load, r->policy, (double)r->makespan_ns / 1e6, throughput(r), vs * 100.0,
+		r->load, name_w, r->policy, (double)r->makespan_ns / 1e6, throughput(r), vs * 100.0,
 		(double)r->lat_p50 / 1e3, (double)r->lat_p99 / 1e3, (double)r->lat_p999 / 1e3,
 		r->util * 100.0, 100.0 * per(r->idle_core_misses, r->run_starts), r->stack_llc,
 		r->stack_any, r->cross_llc, r->cross_node, per(r->st.cpus_probed, r->st.wakeups),
@@ -91,10 +103,10 @@ static void row_table(FILE *f, const struct sim_result *r, double vs)
 		r->ok ? "" : "  (incomplete)");
 }
 
-static void row_brief(FILE *f, const struct sim_result *r, double vs)
+static void row_brief(FILE *f, int name_w, const struct sim_result *r, double vs)
 {
-	fprintf(f, "%5d %-22s %9.3f %+6.1f%% %8.1f %4.0f%% %6.2f%% %6" PRIu64 " %7" PRIu64 " %6.2f%s\n",
-		r->load, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
+	fprintf(f, "%5d %-*s %9.3f %+6.1f%% %8.1f %4.0f%% %6.2f%% %6" PRIu64 " %7" PRIu64 " %6.2f%s\n",
+		r->load, name_w, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
 		r->util * 100.0, 100.0 * per(r->idle_core_misses, r->run_starts), r->stack_llc, r->cross_llc,
 		per(r->st.cpus_probed, r->st.wakeups), r->ok ? "" : "  (incomplete)");
 }
@@ -105,20 +117,20 @@ static double forced_pct(const struct sim_result *r, int nr_cpus)
 	return 100.0 * per(r->forced_ns, r->makespan_ns * (uint64_t)nr_cpus);
 }
 
-static void row_cookies(FILE *f, const struct sim_result *r, double vs)
+static void row_cookies(FILE *f, int name_w, const struct sim_result *r, double vs)
 {
-	fprintf(f, "%5d %-22s %9.3f %+6.1f%% %8.1f %4.0f%% %7.2f%% %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+	fprintf(f, "%5d %-*s %9.3f %+6.1f%% %8.1f %4.0f%% %7.2f%% %8" PRIu64 " %8" PRIu64 " %8" PRIu64
 		   " %9.1f%s\n",
-		r->load, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
+		r->load, name_w, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
 		r->util * 100.0, forced_pct(r, r->nr_cpus), r->st.cookie_refusals, r->st.cookie_fallbacks,
 		r->violations, (double)r->violation_ns / 1e3, r->ok ? "" : "  (incomplete)");
 }
 
-static void row_numa(FILE *f, const struct sim_result *r, double vs)
+static void row_numa(FILE *f, int name_w, const struct sim_result *r, double vs)
 {
-	fprintf(f, "%5d %-22s %9.3f %+6.1f%% %8.1f %4.0f%% %6.2f%% %7" PRIu64 " %5.1f%% %7" PRIu64 " %7" PRIu64
+	fprintf(f, "%5d %-*s %9.3f %+6.1f%% %8.1f %4.0f%% %6.2f%% %7" PRIu64 " %5.1f%% %7" PRIu64 " %7" PRIu64
 		   " %6" PRIu64 " %6" PRIu64 "%s\n",
-		r->load, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
+		r->load, name_w, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
 		r->util * 100.0, 100.0 * per(r->xnode_wakeups, r->wakeups), r->cross_node,
 		r->node_imbalance * 100.0, r->st.numa_moves, r->st.numa_kept, r->st.numa_cooldown_skips,
 		r->st.numa_cap_skips, r->ok ? "" : "  (incomplete)");
@@ -181,20 +193,21 @@ static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
 		r->tasks, r->exited, r->sent, r->delivered, r->events);
 }
 
-void sim_report_row(FILE *f, int fmt, const struct sim_result *r, const struct sim_result *ref, bool first)
+void sim_report_row(FILE *f, int fmt, int name_w, const struct sim_result *r, const struct sim_result *ref,
+		    bool first)
 {
 	double vs = ref && throughput(ref) > 0 ? throughput(r) / throughput(ref) - 1.0 : 0.0;
 
 	if (fmt == SIM_FMT_NONE)
 		return;
 	if (fmt == SIM_FMT_TABLE)
-		row_table(f, r, vs);
+		row_table(f, name_w, r, vs);
 	else if (fmt == SIM_FMT_BRIEF)
-		row_brief(f, r, vs);
+		row_brief(f, name_w, r, vs);
 	else if (fmt == SIM_FMT_COOKIES)
-		row_cookies(f, r, vs);
+		row_cookies(f, name_w, r, vs);
 	else if (fmt == SIM_FMT_NUMA)
-		row_numa(f, r, vs);
+		row_numa(f, name_w, r, vs);
 	else if (fmt == SIM_FMT_TSV)
 		row_tsv(f, r, vs);
 	else

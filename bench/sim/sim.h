@@ -367,8 +367,11 @@ enum sim_format {
 	SIM_FMT_TABLE, SIM_FMT_TSV, SIM_FMT_JSON, SIM_FMT_BRIEF, SIM_FMT_NONE, SIM_FMT_COOKIES, SIM_FMT_NUMA
 };
 
-void sim_report_header(FILE *f, int fmt, const char *what);
-void sim_report_row(FILE *f, int fmt, const struct sim_result *r, const struct sim_result *ref, bool first);
+/* The readable tables' policy column: as wide as the longest name, at least 22. */
+int sim_report_name_width(const struct sim_policy_spec *pol, int np);
+void sim_report_header(FILE *f, int fmt, const char *what, int name_w);
+void sim_report_row(FILE *f, int fmt, int name_w, const struct sim_result *r, const struct sim_result *ref,
+		    bool first);
 void sim_report_footer(FILE *f, int fmt);
 /* What the columns of a readable table mean; load_what names the load. */
 void sim_report_legend(FILE *f, int fmt, const char *load_what);
