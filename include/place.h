@@ -466,6 +466,15 @@ PLACE_EXTERN size_t place_task_size(void);
  * which one each is. NEW without a waker always spreads (there is no
  * creator to stay near). No effect without NEW. */
 #define PLACE_WAKE_SPREAD  (1u << 4)
+/* waker_cpu is the CPU where the waker ran (or runs), but the caller is not
+ * that worker's thread: another worker resuming a task the waker blocked,
+ * a helper thread acting for it. wake_affine uses waker_cpu as a worker
+ * waker's (prev or waker, the NUMA rule, fork-local placement); the
+ * waker's running task is not touched (no wakee flips recorded, no
+ * wake_wide: they are that thread's) and the statistics go to the LLC's
+ * shared slot (as PLACE_CPU_NONE's). Needs a waker_cpu; not with
+ * PLACE_WAKE_CURRENT (a hand-off is the waker's own: -EINVAL). */
+#define PLACE_WAKE_REMOTE  (1u << 5)
 
 /* Task t became runnable: returns the OS CPU whose worker should run it.
  *

@@ -238,7 +238,8 @@ uint32_t place__util_recompute(struct place *p, int l, uint64_t now, uint64_t st
 /* d (a dense CPU or an error) unless its worker still runs a task. */
 PLACE_INLINE int between_tasks(const place *p, int d)
 {
-	return d >= 0 && place_load_32(&p->cpu[d].running) ? -EBUSY : d;
+	return d >= 0 && place_load_32(&p->cpu[d].running) ? place__why(-EBUSY, PLACE_WHY_RUNNING, p->map[d].os, 0)
+							     : d;
 }
 
 PLACE_EXTERN int place_idle_enter(place *p, int cpu)
@@ -251,7 +252,7 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 		return d;
 	slot = &p->slot[d];
 	if (place_load_32(&c->running))
-		return -EBUSY;
+		return place__why(-EBUSY, PLACE_WHY_RUNNING, cpu, 0);
 	place_count_64(&slot->v[PLACE_STAT_idle_enters], 1);
 	/* One atomic OR, then the word as it is after it. Partners: a claim
 	 * ending in start_delivery() or place_claim_release(), an RMW on the
@@ -358,7 +359,7 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	 * before anything changes, so that a refusal changes nothing. */
 	cookie = place_load_64(&r->cookie);
 	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
-		return place__cookie_refused(p, d);
+		return place__why(place__cookie_refused(p, d), PLACE_WHY_COOKIE, cpu, 0);
 	if (place__cookie_on(p, d) && p->slot[d].forced_since) /* a forced-idle period ends */
 		place__cookie_forced_end(p, d, place__now(p));
 	start_delivery(p, d, r);
@@ -369,9 +370,10 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 		place_store_64(&c->stamp, place__now(p));
 	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
 	place_store_32(&c->running, 1);
-	c->curr = t;
 	c->curr_cookie = cookie; /* what run_end gives back to the core */
 	r->prev_cpu = cpu;
+	/* last: a wakeup that sees t here refuses it (place__task_running) */
+	place_store_ptr_rel((void **)&c->curr, t);
 	return 0;
 }
 
@@ -396,6 +398,21 @@ static void run_timed_end(struct place *p, int cpu, struct place_task_rec *r)
 	util_tick(p, p->map[cpu].llc, now);
 }
 
+/* run_end refused t on cpu (dense d): say why (place_last_error). */
+PLACE_NOINLINE int run_end_refused(const struct place *p, int d, const place_task *t, unsigned how)
+{
+	const place_task *curr = p->cpu[d].curr;
+	int os = p->map[d].os, at = place__task_running(p, t);
+
+	if (how > PLACE_RUN_PREEMPT)
+		return place__why(-EINVAL, PLACE_WHY_END_HOW, os, (int)how);
+	if (!curr)
+		return place__why(-EINVAL, PLACE_WHY_END_NONE, os, 0);
+	if (at >= 0)
+		return place__why(-EINVAL, PLACE_WHY_END_ELSEWHERE, os, p->map[at].os);
+	return place__why(-EINVAL, PLACE_WHY_END_OTHER, os, 0);
+}
+
 /* place_run_end's body: the dense CPU, or a negative errno. *forced gets
  * the forced-idle bits its leave took (COOKIES: the core's CPUs that a
  * cookie refused and that may retry now), else 0. */
@@ -408,9 +425,9 @@ PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_
 	if (d < 0)
 		return d;
 	c = &p->cpu[d];
-	if (how > PLACE_RUN_PREEMPT || c->curr != t)
-		return -EINVAL;
 	*forced = 0;
+	if (how > PLACE_RUN_PREEMPT || c->curr != t)
+		return run_end_refused(p, d, t, how);
 	if (place__cookie_on(p, d)) /* t no longer runs on the core */
 		*forced = place__cookie_leave(p, d, c->curr_cookie);
 	place__numa_end(p, d); /* nor on the node, for its group */
@@ -424,7 +441,6 @@ PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_
 	if (r->run_weight & PLACE_RUN_TIMED)
 		run_timed_end(p, d, r);
 	place_store_32(&c->running, 0); /* before curr_avg_ns: see busy_until() */
-	c->curr = NULL;
 	place_store_64(&c->curr_avg_ns, 0);
 	if (how == PLACE_RUN_SLEEP) {
 		/* the estimate: timed intervals only; never 0 once there is one
@@ -434,6 +450,9 @@ PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_
 		r->run_accum_ns = 0;
 		r->run_interval = PLACE_IVL_NONE;
 	}
+	/* last, release: a wakeup that no longer sees t here sees its whole
+	 * run_end (place__task_running); t's record is the waker's from now */
+	place_store_ptr_rel((void **)&c->curr, NULL);
 	return d;
 }
 

@@ -310,6 +310,7 @@ static int register_locked(struct place *p, int d, int cpu, unsigned flags)
 	/* RMW: from here claims may succeed (place__st_claim needs REGISTERED) */
 	before = place__st_change(&c->state, PLACE_ST_REGISTERED | PLACE_ST_IDLE, 0);
 	place_add_64(&p->llc[p->map[d].llc].nr_registered, 1);
+	place_store_64(&p->nr_workers, p->nr_workers + 1);
 	if (place__st_available(before | PLACE_ST_REGISTERED | PLACE_ST_IDLE))
 		place__idle_publish(p, d);
 	return 0;
@@ -342,6 +343,7 @@ static int unregister_locked(struct place *p, int d)
 	before = place__st_change(&p->cpu[d].state, 0, PLACE_ST_REGISTERED | PLACE_ST_IDLE);
 	place_store_32(&p->cpu[d].running, 0);
 	place_store_ptr((void **)&p->cpu[d].curr, NULL);
+	place_store_64(&p->nr_workers, p->nr_workers - 1);
 	if (!(before & PLACE_ST_OFFLINE)) /* an offline CPU no longer counted */
 		place_add_64(&p->llc[p->map[d].llc].nr_registered, (uint64_t)-1);
 	place__idle_withdraw(p, d);
