@@ -356,7 +356,8 @@ PLACE_EXTERN int place_topo_current(const place *p, place_topo **out);
 /* ------------------------------------------------------------------------ */
 /* Workers                                                                   */
 
-#define PLACE_WORKER_BIND (1u << 0) /* also pin the calling thread to cpu */
+#define PLACE_WORKER_BIND   (1u << 0) /* also pin the calling thread to cpu */
+#define PLACE_WORKER_SHARED (1u << 1) /* another thread of a CPU that has a worker */
 
 /* A worker now serves cpu; it starts idle. Only CPUs with a registered worker
  * are ever returned by place_wakeup(). With PLACE_WORKER_BIND the calling

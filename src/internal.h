@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -226,6 +227,24 @@ struct place_llc {
 #define PLACE_SCAN_RECHECK UINT32_C(0x80000000)
 #define PLACE_SCAN_NR (PLACE_SCAN_RECHECK - 1)
 
+/* A thread mask that PLACE_WORKER_BIND replaced: its thread gets it back
+ * when it unregisters that CPU (place.c). */
+struct place_bound {
+	struct place_bound *next;
+	pid_t tid;      /* the bound thread */
+	size_t size;    /* bytes of mask */
+	cpu_set_t *mask;
+};
+
+/* A CPU's registrations (control plane only: under p->ctl, never read by
+ * the hot paths, which see REGISTERED in the state word): how many
+ * workers serve it (PLACE_WORKER_SHARED adds one), the masks BIND
+ * replaced on it. */
+struct place_seat {
+	uint32_t workers;
+	struct place_bound *bound;
+};
+
 /* Statistics, schedstat-like. One list drives the slots and place_stats. */
 #define PLACE_STATS(X)                                                                             \
 	X(wakeups) X(affine_wakeups) X(hit_target) X(hit_prev) X(hit_recent) X(hit_idle_core)      \
@@ -380,6 +399,7 @@ struct place {
 	                               * timed (idle.c); read-only after create */
 	struct place_cpu *cpu;        /* [nr_cpus] */
 	struct place_cpu_map *map;    /* [nr_cpus] */
+	struct place_seat *seat;      /* [nr_cpus] registrations, under ctl */
 	int *sib_next;                /* [nr_cpus] the next SMT sibling, a ring over the core
 	                               * (itself when alone), for the wakeup's sibling walk;
 	                               * read-only after create */

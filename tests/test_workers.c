@@ -305,6 +305,116 @@ START_TEST(t_error_details)
 }
 END_TEST
 
+/* ---- item 3: several workers per CPU ------------------------------------ */
+
+/* A CPU's second thread joins with PLACE_WORKER_SHARED (without it:
+ * -EEXIST); the CPU stays served until its last thread leaves; its threads
+ * take turns (one runs a task at a time: a running helper keeps the CPU
+ * busy for wakeups and idle_enter); its steal order is there for any
+ * thread, with or without a worker. */
+START_TEST(t_shared_workers)
+{
+	struct env e;
+	place_task *t, *u, *v;
+	struct snap s;
+	int order[8];
+
+	env_open(&e, TOPO_4C8T, _i % 3, PLACE_FEAT_DEFAULT, false);
+	t = &e.task[0];
+	u = &e.task[1];
+	v = env_task_on(&e, 2, 2);
+	ck_assert_int_eq(place_steal_order(e.p, 2, order, 8), 0); /* nobody to steal from yet */
+	ck_assert_int_eq(place_worker_register(e.p, 2, 0), 0);
+	ck_assert_int_eq(place_worker_register(e.p, 3, 0), 0);
+	ck_assert_int_eq(place_steal_order(e.p, 5, order, 8), 2); /* no worker on 5: its order */
+	ck_assert_int_eq(order[0], 2);
+	ck_assert_int_eq(order[1], 3);
+	take_snap(&e, t, &s);
+	ck_assert_int_eq(place_worker_register(e.p, 2, 0), -EEXIST);
+	ck_assert_msg(error_says("cpu 2 already has a worker"), "%s", place_last_error());
+	ck_assert_int_eq(place_worker_register(e.p, 2, PLACE_WORKER_SHARED), 0); /* a helper */
+	ck_assert_int_eq(place_worker_register(e.p, 6, PLACE_WORKER_SHARED), 0); /* first of 6 */
+	ck_assert_int_eq(place_worker_unregister(e.p, 6), 0);
+	same_snap(&e, t, &s);
+	/* the helper runs a task on 2: 2 is busy for wakeups and for its worker */
+	env_run(&e, 2, u);
+	ck_assert_int_eq(place_idle_enter(e.p, 2), -EBUSY);
+	ck_assert_int_eq(place_run_begin(e.p, 2, t), -EBUSY);
+	ck_assert_int_ne(env_wake(&e, v, PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM), 2);
+	env_park(&e, 2, u);
+	/* one thread leaves: 2 is still served, nothing changes */
+	take_snap(&e, t, &s);
+	ck_assert_int_eq(place_worker_unregister(e.p, 2), 0);
+	same_snap(&e, t, &s);
+	ck_assert_int_eq(env_wake(&e, v, PLACE_CPU_NONE, 0), 2);
+	env_run(&e, 2, v);
+	env_park(&e, 2, v);
+	/* the last one leaves */
+	ck_assert_int_eq(place_worker_unregister(e.p, 2), 0);
+	ck_assert(!(env_state(&e, 2) & PLACE_ST_REGISTERED));
+	ck_assert_int_eq(place_worker_unregister(e.p, 2), -ENOENT);
+	ck_assert_int_eq(place_worker_register(e.p, 2, 0), 0); /* fresh again */
+	ck_assert_int_eq(place_worker_register(e.p, 2, 1u << 3), -EINVAL);
+	env_close(&e);
+}
+END_TEST
+
+/* ---- item 4: BIND is undone, "process" sees the process's CPUs ---------- */
+
+static void *park_thread(void *arg)
+{
+	while (!atomic_load((atomic_int *)arg))
+		;
+	return NULL;
+}
+
+static int mask_count(void)
+{
+	cpu_set_t set;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	return CPU_COUNT(&set);
+}
+
+START_TEST(t_bind_restores)
+{
+	cpu_set_t before, after;
+	place_topo *live, *proc, *topo;
+	place *p;
+	atomic_int stop = 0;
+	pthread_t th;
+	int cpu, n = mask_count();
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(before), &before), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, park_thread, &stop), 0); /* keeps the old mask */
+	ck_assert_int_eq(place_topo_load(&topo, "live"), 0);
+	ck_assert_int_eq(place_create(&p, topo, NULL), 0);
+	cpu = place_topo_cpu(topo, place_topo_nr_cpus(topo) - 1);
+	ck_assert_int_eq(place_worker_register(p, cpu, PLACE_WORKER_BIND), 0);
+	ck_assert_int_eq(mask_count(), 1);
+	/* "live" is this thread's mask: one CPU; "process" is every thread's */
+	ck_assert_int_eq(place_topo_load(&live, "live"), 0);
+	ck_assert_int_eq(place_topo_nr_cpus(live), 1);
+	ck_assert_int_eq(place_topo_load(&proc, "process"), 0);
+	ck_assert_int_eq(place_topo_nr_cpus(proc), place_topo_nr_cpus(topo));
+	ck_assert_str_eq(place_topo_source(proc), "process");
+	/* bound twice: the masks come back in reverse order, one per unregister */
+	ck_assert_int_eq(place_worker_register(p, cpu, PLACE_WORKER_SHARED | PLACE_WORKER_BIND), 0);
+	ck_assert_int_eq(place_worker_unregister(p, cpu), 0);
+	ck_assert_int_eq(mask_count(), 1);
+	ck_assert_int_eq(place_worker_unregister(p, cpu), 0);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(after), &after), 0);
+	ck_assert(CPU_EQUAL(&before, &after));
+	ck_assert_int_eq(mask_count(), n);
+	place_topo_free(live);
+	place_topo_free(proc);
+	place_destroy(p);
+	place_topo_free(topo);
+	atomic_store(&stop, 1);
+	pthread_join(th, NULL);
+}
+END_TEST
+
 Suite *workers_suite(void);
 Suite *workers_suite(void)
 {
@@ -317,6 +427,8 @@ Suite *workers_suite(void)
 	tcase_add_test(tc, t_remote_hint);
 	tcase_add_loop_test(tc, t_startup_window, 0, 3);
 	tcase_add_test(tc, t_error_details);
+	tcase_add_loop_test(tc, t_shared_workers, 0, 3);
+	tcase_add_test(tc, t_bind_restores);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(th, 60);
 	tcase_add_test(th, t_wake_running_race);
