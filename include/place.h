@@ -425,7 +425,8 @@ PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags);
  * task it still runs (no place_run_end) leaves its core's occupancy (COOKIES).
  * Works on a CPU that left the current topology (its worker drained).
  * -EINVAL p NULL, -ENODEV cpu not usable, -ENOENT no worker registered there.
- * Any thread; not concurrently with calls made by cpu's worker. */
+ * Any thread; the last one not concurrently with calls made by cpu's
+ * worker (the others change nothing those calls see). */
 PLACE_EXTERN int place_worker_unregister(place *p, int cpu);
 
 /* ------------------------------------------------------------------------ */
