@@ -685,9 +685,12 @@ PLACE_INLINE int wake_init(struct wake *w, place *p, place_task *t, int waker_cp
 
 	if (err)
 		return err;
-	if ((prev = place__task_running(p, t)) >= 0) /* a run edge still to come */
+	prev = place__dense(p, w->r->prev_cpu);
+	/* a run edge still to come (place__task_running, on the prev at hand) */
+	if (prev >= 0 && place_load_ptr_acq((void *const *)&p->cpu[prev].curr) == t)
 		return place__why(-EALREADY, PLACE_WHY_WOKEN_RUNNING, p->map[prev].os, 0);
-	prev = (flags & PLACE_WAKE_NEW) ? -1 : place__dense(p, w->r->prev_cpu);
+	if (flags & PLACE_WAKE_NEW)
+		prev = -1;
 	wake_prev(w, prev, prev >= 0 && place__allowed(p, t, prev) ? probe(w, prev) : 0);
 	return 0;
 }
