@@ -34,14 +34,14 @@ struct wake {
 	place_task *t;
 	struct place_task_rec *r;
 	unsigned flags;
-	bool claim;   /* claim the CPU we return */
-	int waker;    /* the waking worker's CPU */
 	int counter;  /* the statistics slot: the waker's, -1 none or REMOTE (not its thread) */
+	int waker;    /* the waking worker's CPU */
 	int prev;     /* where t last ran, if still usable */
 	uint64_t prev_state; /* its state when last probed (wake_init, wake_init_prev, stale_delivery) */
 	int target;   /* wake_affine's choice: the fallback */
 	const struct place_cpu_map *tm; /* the target's map, and its LLC */
 	struct place_llc *tllc;
+	bool claim;      /* claim the CPU we return (beside cookies: no padding) */
 	bool cookies;    /* COOKIES on: idle CPUs must fit cookie */
 	uint64_t cookie; /* t's cookie, read once (place_task_set_cookie may race) */
 	int cpu;      /* the CPU found */
