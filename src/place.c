@@ -226,7 +226,8 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	p->slot = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->slot));
 	p->ext = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->ext));
 	p->util_seen = calloc((size_t)p->topo->nr_cpus, sizeof(*p->util_seen));
-	if (!p->cpu || !p->map || !p->seat || !p->sib_next || !p->core || !p->llc || !p->slot || !p->ext || !p->util_seen)
+	if (!p->cpu || !p->map || !p->seat || !p->sib_next || !p->core || !p->llc || !p->slot || !p->ext ||
+	    !p->util_seen)
 		goto fail;
 	if ((err = build_map(p)) || (err = build_llcs(p, place__now(p))))
 		goto fail;
