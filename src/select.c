@@ -874,7 +874,8 @@ PLACE_INLINE enum glance glance(place *p, place_task *t, unsigned flags, int *pr
 PLACE_INLINE int wake_init_prev(struct wake *w, place *p, place_task *t, int waker, unsigned flags, int prev,
 				uint64_t state, uint64_t probes)
 {
-	int err = wake_fill(w, p, t, place__rec(t), waker, flags);
+	/* after glance(): flags are SYNC or 0 (the REMOTE and NOCLAIM tests fold) */
+	int err = wake_fill(w, p, t, place__rec(t), waker, flags & PLACE_WAKE_SYNC);
 
 	if (err)
 		return err;
@@ -1132,7 +1133,8 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	if (place__st_usable(ws)) {
 		if (place__numa_cross(p, group, prev, waker))
 			return wakeup_unlock(p, t, waker_cpu, flags);
-		if (affine_choice(p, t, r, waker, prev, flags, ws, state) != prev)
+		/* glance() let only SYNC through: say so, the other tests fold */
+		if (affine_choice(p, t, r, waker, prev, flags & PLACE_WAKE_SYNC, ws, state) != prev)
 			return wake_affine_unlock(p, t, waker, flags, prev, state, probes);
 	}
 	if (g == PREV_IDLE)
