@@ -145,7 +145,7 @@ tsan_check() {
 	# quiet: gcc warns that TSan does not model atomic_thread_fence (-Wtsan)
 	make -j"$JOBS" --no-print-directory >/dev/null 2>&1 || {
 		make --no-print-directory 2>&1 | tail -n 40; echo "build.sh: TSan build failed"; exit 1; }
-	suites="tests/test_engine_stress tests/test_invariants tests/test_pool tests/test_ult tests/test_numa tests/test_reconf_stress"
+	suites="tests/test_engine_stress tests/test_invariants tests/test_pool tests/test_ult tests/test_numa tests/test_reconf_stress tests/test_workers"
 	for src in "$TOP"/tests/test_*cookie*stress*.c; do # the cookie stress suite
 		name=tests/$(basename "$src" .c)
 		grep -q "^check_PROGRAMS += $name\$" "$TOP/tests/local.am" && suites="$suites $name"

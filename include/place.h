@@ -62,7 +62,15 @@ PLACE_EXTERN const char *place_strerror(int err);
 /* Detail of the last failure of a libplace call on the calling thread, e.g.
  * "xml:/tmp/x.xml: cannot import XML version 3.0 > 2". Empty string when the
  * last call on this thread succeeded or set no detail. Thread-local storage,
- * valid until the next libplace call on this thread. */
+ * valid until the next libplace call on this thread.
+ * The hot-path calls (place_wakeup, place_idle_enter, place_run_begin,
+ * place_run_end) record a detail only when they fail, and cost nothing more
+ * when they succeed: they leave the last detail as it was then. Their
+ * details name the cause, e.g. "place_run_begin: the worker of cpu 3 still
+ * runs a task (place_run_end is missing)" against "an SMT sibling of cpu 3
+ * runs a task of another cookie", or "place_run_end: cpu 3 runs no task
+ * (place_run_end twice, or no place_run_begin)"; read it right after the
+ * failing call. */
 PLACE_EXTERN const char *place_last_error(void);
 
 /* ------------------------------------------------------------------------ */
@@ -76,9 +84,19 @@ typedef struct place_topo place_topo;
 /* Load a topology.
  * source:
  *   NULL, "" or "live"   this machine, restricted to the cgroup-allowed cpuset
- *                        AND the calling thread's affinity mask. When the
- *                        environment variable PLACE_TOPOLOGY is set, its value
- *                        (any of the other forms) is loaded instead.
+ *                        AND the calling thread's affinity mask: a thread
+ *                        pinned to one CPU (a worker registered with
+ *                        PLACE_WORKER_BIND, or a thread created by one while
+ *                        pinned, which inherits its mask) sees one CPU. When
+ *                        the environment variable PLACE_TOPOLOGY is set, its
+ *                        value (any of the other forms) is loaded instead.
+ *   "process"            this machine, restricted to the cgroup-allowed
+ *                        cpuset AND the union of the affinity masks of the
+ *                        process's threads (/proc/self/task; the caller's
+ *                        alone without /proc): the CPUs the process may use,
+ *                        whichever thread asks, even once its workers are
+ *                        pinned. What a runtime sizing its pool wants.
+ *                        PLACE_TOPOLOGY replaces it as it replaces "live".
  *   "machine"            this machine's online CPUs, without the cgroup and
  *                        affinity restrictions: create an instance over it and
  *                        place_set_topology() it down to "live", so that the
@@ -114,7 +132,8 @@ PLACE_EXTERN int place_topo_load(place_topo **out, const char *source);
 PLACE_EXTERN void place_topo_free(place_topo *topo);
 
 /* The source string the topology was loaded from (after PLACE_TOPOLOGY):
- * "live", "xml:PATH" or "synthetic:STRING". NULL when topo is NULL. */
+ * "live", "process", "machine", "xml:PATH" or "synthetic:STRING". NULL when
+ * topo is NULL. */
 PLACE_EXTERN const char *place_topo_source(const place_topo *topo);
 
 /* Counts of usable CPUs, of cores, LLC domains, NUMA nodes (with usable CPUs)
@@ -357,24 +376,58 @@ PLACE_EXTERN int place_topo_current(const place *p, place_topo **out);
 /* ------------------------------------------------------------------------ */
 /* Workers                                                                   */
 
-#define PLACE_WORKER_BIND (1u << 0) /* also pin the calling thread to cpu */
+/* Pin the calling thread to cpu, until it unregisters (see below). */
+#define PLACE_WORKER_BIND   (1u << 0)
+/* Join a CPU that already has a worker, as one more of its threads. */
+#define PLACE_WORKER_SHARED (1u << 1)
 
 /* A worker now serves cpu; it starts idle. Only CPUs with a registered worker
- * are ever returned by place_wakeup(). With PLACE_WORKER_BIND the calling
- * thread is pinned to cpu first (nothing changes if that fails).
+ * are ever returned by place_wakeup().
+ *
+ * Several threads per CPU. libplace's unit is the CPU, not the thread: a
+ * CPU has one state (idle or not, the task running, its queue count), and
+ * a count of the threads registered on it. The first registration serves
+ * the CPU; a later one is -EEXIST, unless it passes PLACE_WORKER_SHARED: it
+ * then joins (the count grows, nothing else changes) and the CPU stays
+ * served until as many place_worker_unregister() calls have come. Its
+ * threads (a worker and its helpers, a spare that takes over while the
+ * worker blocks in a system call) take turns: any of them may call the
+ * worker calls for cpu, one task running at a time, which the runtime
+ * serialises: a second place_run_begin before the first task's
+ * place_run_end is -EBUSY, and place_idle_enter while a task runs is
+ * -EBUSY, so a CPU whose helper runs a task never looks idle. The runtime
+ * calls place_idle_enter when the CPU's queue is empty and none of its
+ * threads runs a task. (Two tasks running at once on one CPU, each with its
+ * own run_begin, is not modelled: the CPU has one run state.)
+ *
+ * PLACE_WORKER_BIND pins the calling thread to cpu first (nothing changes
+ * if that fails) and keeps the mask it had; when the same thread later
+ * unregisters cpu, that mask is given back (a thread bound twice gets its
+ * masks back in reverse order). A mask whose thread never unregisters cpu
+ * itself is dropped when the CPU's last thread leaves. The give-back is
+ * best effort: a mask none of whose CPUs the cpuset still allows is refused
+ * by the kernel, and the thread stays pinned. Threads the bound thread
+ * created meanwhile inherited its one-CPU mask: create them before binding,
+ * or set their masks (place_topo_load("process") lists the process's CPUs).
+ *
  * -EINVAL bad p or flags, -ENODEV cpu not usable or not in the current
- * topology (place_set_topology), -EEXIST already registered, or the negative
- * errno of sched_setaffinity. Any thread (serialised with unregister and
+ * topology (place_set_topology), -EEXIST already registered and no
+ * PLACE_WORKER_SHARED, -ENOMEM, or the negative errno of sched_getaffinity
+ * or sched_setaffinity. Any thread (serialised with unregister and
  * place_set_topology by the instance's control lock). */
 PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags);
 
-/* The worker of cpu is gone; cpu is no longer claimed nor chosen. A claim
+/* One thread of cpu leaves: the mask its PLACE_WORKER_BIND replaced is
+ * given back when the caller is that thread; while other threads of cpu
+ * (PLACE_WORKER_SHARED) remain, nothing else changes. The last one: the
+ * worker of cpu is gone; cpu is no longer claimed nor chosen. A claim
  * still held there survives until its task runs elsewhere or it is released.
  * A wakeup running concurrently may still return cpu (as its fallback). A
  * task it still runs (no place_run_end) leaves its core's occupancy (COOKIES).
  * Works on a CPU that left the current topology (its worker drained).
  * -EINVAL p NULL, -ENODEV cpu not usable, -ENOENT no worker registered there.
- * Any thread; not concurrently with calls made by cpu's worker. */
+ * Any thread; the last one not concurrently with calls made by cpu's
+ * worker (the others change nothing those calls see). */
 PLACE_EXTERN int place_worker_unregister(place *p, int cpu);
 
 /* ------------------------------------------------------------------------ */
@@ -382,7 +435,26 @@ PLACE_EXTERN int place_worker_unregister(place *p, int cpu);
 
 /* The record a runtime embeds in its task object. libplace never allocates
  * per task. Public fields may be read; private storage is libplace's.
- * Not shared by concurrent calls: one wakeup or run edge of a task at a time. */
+ * Not shared by concurrent calls: one wakeup or run edge of a task at a time
+ * (but a wakeup racing the task's place_run_end: see place_wakeup).
+ *
+ * Size: sizeof(place_task), which place_task_size() returns for FFI
+ * binders: 120 bytes on LP64 (two pointers, a size_t, 96 private bytes),
+ * part of the ABI.
+ *
+ * Copying and moving. A record may be copied or moved (memcpy, realloc of
+ * an array of tasks, a task object migrated) only while it holds nothing:
+ * it is not running (no place_run_begin without its place_run_end: the CPU
+ * remembers the running record's address) and holds no claim, queue slot
+ * or NUMA move from a wakeup it has not started after (place_task_claimed()
+ * is PLACE_CPU_NONE and it was not woken since its last run, nor ended with
+ * PLACE_RUN_PREEMPT; place_task_forget() gives those up). That is: a fresh
+ * record, or one after place_run_end with SLEEP or EXIT, or after
+ * place_task_forget. The copy keeps the history (previous CPU, average run,
+ * cookie, group, cpus pointer) and is a task of its own: use one of the two
+ * afterwards, not both as the same task. A running or holding record that
+ * is copied leaves the original's claim or run to the original's address:
+ * the copy would then end nothing, and the slot would stay held. */
 typedef struct place_task {
 	void *data;                 /* free for the caller */
 	const cpu_set_t *cpus;      /* read-only: allowed CPUs, NULL = any (place_task_set_cpus) */
@@ -439,7 +511,7 @@ PLACE_EXTERN int place_task_set_cookie(place_task *t, uint64_t cookie);
  * -EINVAL when t is NULL or not initialised. */
 PLACE_EXTERN int place_task_set_group(place_task *t, uint32_t group);
 
-/* sizeof(place_task), for FFI binders. */
+/* sizeof(place_task) (120 on LP64), for FFI binders. */
 PLACE_EXTERN size_t place_task_size(void);
 
 /* ------------------------------------------------------------------------ */
@@ -467,6 +539,15 @@ PLACE_EXTERN size_t place_task_size(void);
  * which one each is. NEW without a waker always spreads (there is no
  * creator to stay near). No effect without NEW. */
 #define PLACE_WAKE_SPREAD  (1u << 4)
+/* waker_cpu is the CPU where the waker ran (or runs), but the caller is not
+ * that worker's thread: another worker resuming a task the waker blocked,
+ * a helper thread acting for it. wake_affine uses waker_cpu as a worker
+ * waker's (prev or waker, the NUMA rule, fork-local placement); the
+ * waker's running task is not touched (no wakee flips recorded, no
+ * wake_wide: they are that thread's) and the statistics go to the LLC's
+ * shared slot (as PLACE_CPU_NONE's). Needs a waker_cpu; not with
+ * PLACE_WAKE_CURRENT (a hand-off is the waker's own: -EINVAL). */
+#define PLACE_WAKE_REMOTE  (1u << 5)
 
 /* Task t became runnable: returns the OS CPU whose worker should run it.
  *
@@ -532,24 +613,46 @@ PLACE_EXTERN size_t place_task_size(void);
  * Waking a task that still holds a claim or queue slot from an earlier
  * wakeup it never ran after gives that up first (so that this wakeup sees
  * that CPU as it is now; a new placement, which may find no usable CPU,
- * gives it up once it found one: a failed call keeps it). A task that is running
- * (between place_run_begin and place_run_end) must not be woken: a runtime
- * that sees a wakeup for a running task marks it and, when it stops, either
- * ends it with PLACE_RUN_PREEMPT (it stays runnable on its CPU) or with
- * PLACE_RUN_SLEEP and then wakes it (found by fuzzing: a wakeup followed by
- * PREEMPT leaves the wakeup's claim held until place_claim_release).
+ * gives it up once it found one: a failed call keeps it).
+ *
+ * A task still running. A wakeup of t between its place_run_begin and its
+ * place_run_end (a user-level thread that blocked and that another worker
+ * resumes before the worker that ran it reported the run's end) is refused
+ * with -EALREADY, and nothing changes. This is the one wakeup that may race
+ * a call on the same task, t's place_run_end on its worker: the wakeup
+ * either sees the run still on (-EALREADY) or sees the whole run_end
+ * (acquire and release on the CPU's line), never half of it. The runtime
+ * then does one of: mark t "woken" where the worker that runs it will see
+ * it, and let that worker end the run with PLACE_RUN_PREEMPT (t stays
+ * runnable, queued on its CPU) or with PLACE_RUN_SLEEP and then wake t
+ * itself; or retry the wakeup once that run_end has happened. Costs
+ * nothing on a wakeup whose prev is idle (a CPU that runs t is never idle)
+ * and one load of prev's line, which the wakeup reads anyway, otherwise.
+ *
+ * The startup window. Before any worker has registered (place_worker_register),
+ * every wakeup returns -ESRCH at once, with place_last_error() "no worker
+ * has registered yet", and changes nothing: no search runs. The runtime
+ * keeps such tasks itself (a pending list, or the queue of the worker it
+ * means for them) and wakes them again once its workers registered; a
+ * task woken later places as a new one (its prev has no worker yet).
+ * (-ESRCH with workers registered means none is allowed for t: "no
+ * registered worker serves a CPU the task may use".)
  *
  * waker_cpu is the CPU of the waking worker, and then the caller must be
  * that worker's thread (libplace updates the waker's running task's wakee
- * flips); otherwise PLACE_CPU_NONE: no wake-affine, placement around prev.
+ * flips), unless flags has PLACE_WAKE_REMOTE: the CPU where the waker ran,
+ * from any thread (wake-affine without the flips); otherwise
+ * PLACE_CPU_NONE: no wake-affine, placement around prev.
  *
  * -EINVAL p or t NULL, t not initialised, unknown flags, PLACE_WAKE_CURRENT
- * without a waker, t->cpus set with a zero size; -ENODEV waker_cpu not a
- * usable CPU; -ESRCH no registered worker is allowed for t (an earlier
- * claim or queue slot of t is then kept); -ENOSPC (NUMA) t's group is above
- * max_groups; -EXDEV t holds a claim, queue slot or NUMA move of another
- * instance (see place_task_init). Any thread, concurrently with every call except the
- * ones on the same task. Lock-free, allocation-free: one RCU read-side
+ * or PLACE_WAKE_REMOTE without a waker or both, t->cpus set with a zero
+ * size; -ENODEV waker_cpu not a usable CPU; -EALREADY t is still running
+ * (see above); -ESRCH no registered worker is allowed for t, or none has
+ * registered yet (an earlier claim or queue slot of t is then kept);
+ * -ENOSPC (NUMA) t's group is above max_groups; -EXDEV t holds a claim,
+ * queue slot or NUMA move of another instance (see place_task_init). Any
+ * thread, concurrently with every call except the ones on the same task
+ * (but t's place_run_end, see above). Lock-free, allocation-free: one RCU read-side
  * critical section (liburcu-bp), so that place_set_topology() can wait for
  * it; the first call on a thread registers the thread with liburcu-bp,
  * which allocates once. Only CPUs of the current topology are returned. */
@@ -578,9 +681,11 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu);
  * slot ends wherever it was. If t was claimed on another CPU (cpu stole it)
  * and that CPU is idle, it is idle for new wakeups again. -EINVAL p NULL or
  * t NULL or not initialised, -ENODEV cpu not usable, -ENOENT no worker
- * there, -EBUSY the worker already runs a task, or (COOKIES) an SMT sibling
- * of cpu runs a task with another cookie, -ENOSPC (NUMA) t's group is above
- * max_groups; nothing changes on a failure. Only that worker.
+ * there, -EBUSY the worker already runs a task (a missing place_run_end), or
+ * (COOKIES) an SMT sibling of cpu runs a task with another cookie
+ * (place_last_error() says which), -ENOSPC (NUMA) t's group is above
+ * max_groups; nothing changes on a failure. Only that worker (a thread of
+ * cpu: PLACE_WORKER_SHARED).
  * NUMA groups: t's group (the value now) counts one more task running on
  * cpu's node until t's place_run_end (any how) or the worker's unregister.
  *
@@ -614,13 +719,31 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
 #define PLACE_RUN_EXIT    1u /* t finished */
 #define PLACE_RUN_PREEMPT 2u /* t was preempted and stays runnable on cpu */
 
-/* t stopped running on cpu. SLEEP and EXIT update t's average run between
- * sleeps (the short-task estimate); PREEMPT keeps the run going and counts t
- * as queued on cpu. Every how ends t's place on its core (COOKIES): a
- * preempted task passes place_run_begin's check again when it resumes.
- * -EINVAL p NULL, t is not the task running on cpu, or how unknown;
- * -ENODEV cpu not usable; -ENOENT no worker registered on cpu. Only the
- * worker of cpu. */
+/* t stopped running on cpu. Every how ends the run: cpu runs nothing (it
+ * stays busy, not idle, until place_idle_enter), t leaves its core's
+ * occupancy (COOKIES: a preempted task passes place_run_begin's check
+ * again when it resumes) and its group's count on cpu's node (NUMA), and a
+ * wakeup of t is no longer refused (-EALREADY). The run's length counts
+ * (timed or sampled) in cpu's utilization. Then:
+ *   SLEEP    t blocked: the run time since its last sleep (the runs a
+ *            PREEMPT strung together) becomes a sample of t's average run
+ *            between sleeps (the short-task estimate, when that interval
+ *            was timed); t holds nothing and is woken by place_wakeup.
+ *   EXIT     t finished: nothing of its estimate changes (the average,
+ *            and the run time gathered since its last sleep, stay as they
+ *            were: a last run says nothing of a next one); t holds nothing:
+ *            its record may be freed, or initialised again for a new task
+ *            (place_task_init; woken as it is, it would carry that run time
+ *            into its next sample).
+ *   PREEMPT  t stays runnable on cpu: the run goes on (its time adds up to
+ *            the next sample) and t counts as queued on cpu until its next
+ *            place_run_begin there or on a thief; t holds that queue slot
+ *            (see place_task_forget).
+ * -EINVAL p NULL, t is not the task running on cpu (it runs nothing: a
+ * doubled place_run_end; it runs another task; t runs on another CPU), or
+ * how unknown, each named by place_last_error(); -ENODEV cpu not usable;
+ * -ENOENT no worker registered on cpu. Only the worker of cpu (a thread of
+ * cpu: PLACE_WORKER_SHARED). */
 PLACE_EXTERN int place_run_end(place *p, int cpu, place_task *t, unsigned how);
 
 /* place_run_end(), which also names the SMT siblings of cpu that may retry
@@ -708,12 +831,14 @@ PLACE_EXTERN int place_task_forget(place *p, place_task *t);
  * its package, then everything else. Within each ring the order starts just
  * after cpu and wraps, so thieves that go idle together try different victims
  * first. Only CPUs with a registered worker in the current topology
- * (place_set_topology) are listed; cpu itself never is.
+ * (place_set_topology) are listed; cpu itself never is. cpu itself needs
+ * no worker: a helper thread running there, or a runtime computing its
+ * orders before its workers register, gets the order of any usable CPU.
  * Writes at most max OS CPU numbers into out and returns how many there are
  * (which may exceed max). Not a hot path (O(CPUs)): compute once per worker
  * and again after registrations change.
- * -EINVAL p NULL, max < 0, or out NULL with max > 0; -ENODEV cpu not usable;
- * -ENOENT no worker registered on cpu. Any thread. */
+ * -EINVAL p NULL, max < 0, or out NULL with max > 0; -ENODEV cpu not usable.
+ * Any thread. */
 PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max);
 
 /* An idle CPU near cpu, claimed: for a runtime that wants to wake a parked

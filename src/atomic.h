@@ -83,6 +83,21 @@ static inline void place_add_64(uint64_t *p, uint64_t v) { ck_pr_add_64(p, v); }
 
 /* Orders a preceding RMW before the loads that follow it (see above). */
 static inline void place_fence_rmw_load(void) { ck_pr_fence_atomic_load(); }
+/* Acquire load and release store of a pointer: a per-CPU line's curr,
+ * which publishes a whole run edge (idle.c, place__task_running). On x86
+ * (TSO) both are plain moves with a compiler barrier. */
+static inline void *place_load_ptr_acq(void *const *p)
+{
+	void *v = ck_pr_load_ptr(p);
+
+	ck_pr_fence_acquire();
+	return v;
+}
+static inline void place_store_ptr_rel(void **p, void *v)
+{
+	ck_pr_fence_release();
+	ck_pr_store_ptr(p, v);
+}
 
 /*
  * Double-word (128-bit) operations, for a core's cookie occupancy
@@ -129,6 +144,8 @@ static inline void *place_load_ptr(void *const *p) { return __atomic_load_n(p, _
 static inline void place_store_64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 static inline void place_store_32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 static inline void place_store_ptr(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+static inline void *place_load_ptr_acq(void *const *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void place_store_ptr_rel(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
 static inline bool place_cas_64(uint64_t *p, uint64_t *expected, uint64_t desired)
 {

@@ -238,7 +238,8 @@ uint32_t place__util_recompute(struct place *p, int l, uint64_t now, uint64_t st
 /* d (a dense CPU or an error) unless its worker still runs a task. */
 PLACE_INLINE int between_tasks(const place *p, int d)
 {
-	return d >= 0 && place_load_32(&p->cpu[d].running) ? -EBUSY : d;
+	return d >= 0 && place_load_32(&p->cpu[d].running) ? place__why(-EBUSY, PLACE_WHY_RUNNING, p->map[d].os, 0)
+							     : d;
 }
 
 PLACE_EXTERN int place_idle_enter(place *p, int cpu)
@@ -251,7 +252,7 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 		return d;
 	slot = &p->slot[d];
 	if (place_load_32(&c->running))
-		return -EBUSY;
+		return place__why(-EBUSY, PLACE_WHY_RUNNING, cpu, 0);
 	place_count_64(&slot->v[PLACE_STAT_idle_enters], 1);
 	/* One atomic OR, then the word as it is after it. Partners: a claim
 	 * ending in start_delivery() or place_claim_release(), an RMW on the
@@ -372,9 +373,10 @@ PLACE_INLINE void begin_commit(place *p, int d, int cpu, place_task *t, struct p
 		place_store_64(&c->stamp, place__now(p));
 	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
 	place_store_32(&c->running, 1);
-	c->curr = t;
 	c->curr_cookie = cookie; /* what run_end gives back to the core */
 	r->prev_cpu = cpu;
+	/* last: a wakeup that sees t here refuses it (place__task_running) */
+	place_store_ptr_rel((void **)&c->curr, t);
 }
 
 PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
@@ -391,7 +393,7 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	/* COOKIES: the core admits t's cookie before anything changes, so
 	 * that a refusal changes nothing. */
 	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
-		return place__cookie_refused(p, d);
+		return place__why(place__cookie_refused(p, d), PLACE_WHY_COOKIE, cpu, 0);
 	begin_commit(p, d, cpu, t, r, group, cookie, false);
 	return 0;
 }
@@ -417,6 +419,21 @@ PLACE_INLINE void run_timed_end(struct place *p, int cpu, struct place_task_rec 
 	util_tick(p, p->map[cpu].llc, now);
 }
 
+/* run_end refused t on cpu (dense d): say why (place_last_error). */
+PLACE_NOINLINE int run_end_refused(const struct place *p, int d, const place_task *t, unsigned how)
+{
+	const place_task *curr = p->cpu[d].curr;
+	int os = p->map[d].os, at = place__task_running(p, t);
+
+	if (how > PLACE_RUN_PREEMPT)
+		return place__why(-EINVAL, PLACE_WHY_END_HOW, os, (int)how);
+	if (!curr)
+		return place__why(-EINVAL, PLACE_WHY_END_NONE, os, 0);
+	if (at >= 0)
+		return place__why(-EINVAL, PLACE_WHY_END_ELSEWHERE, os, p->map[at].os);
+	return place__why(-EINVAL, PLACE_WHY_END_OTHER, os, 0);
+}
+
 /* What every run end checks: t is the task running on cpu, how is known.
  * Returns the dense CPU or a negative errno. */
 PLACE_INLINE int end_check(place *p, int cpu, place_task *t, unsigned how, struct place_task_rec **r)
@@ -424,7 +441,7 @@ PLACE_INLINE int end_check(place *p, int cpu, place_task *t, unsigned how, struc
 	int d = task_edge(p, cpu, t, r);
 
 	if (d >= 0 && (how > PLACE_RUN_PREEMPT || p->cpu[d].curr != t))
-		return -EINVAL;
+		return run_end_refused(p, d, t, how);
 	return d;
 }
 
@@ -443,14 +460,17 @@ PLACE_INLINE void end_run(place *p, int d, int cpu, struct place_task_rec *r, un
 		run_timed_end(p, d, r);
 }
 
-/* Nothing runs on dense d any more. */
+/* Nothing runs on dense d any more. Called after every write to the task
+ * record that stopped: curr goes last, with release, so that a wakeup that
+ * no longer sees that task here (place__task_running) sees its whole run
+ * end; the record is the waker's from then on. */
 PLACE_INLINE void cpu_stop(place *p, int d)
 {
 	struct place_cpu *c = &p->cpu[d];
 
 	place_store_32(&c->running, 0); /* before curr_avg_ns: see busy_until() */
-	c->curr = NULL;
 	place_store_64(&c->curr_avg_ns, 0);
+	place_store_ptr_rel((void **)&c->curr, NULL);
 }
 
 /* t's run interval ends with how (SLEEP: the short-task estimate). */
@@ -481,8 +501,8 @@ PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_
 		*forced = place__cookie_leave(p, d, p->cpu[d].curr_cookie);
 	place__numa_end(p, d); /* nor on the node, for its group */
 	end_run(p, d, cpu, r, how);
-	cpu_stop(p, d);
 	end_interval(r, how);
+	cpu_stop(p, d);
 	return d;
 }
 
@@ -537,7 +557,7 @@ PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned 
 	if (!keep && place__cookie_enter(p, d, cookie)) {
 		place__numa_end(p, d);
 		cpu_stop(p, d);
-		return place__cookie_refused(p, d);
+		return place__why(place__cookie_refused(p, d), PLACE_WHY_COOKIE, cpu, 0);
 	}
 	begin_commit(p, d, cpu, next, r, group, cookie, stamped);
 	return 0;

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -113,8 +114,11 @@ struct place_cpu {
 	 * wakers read relaxed (the short-task wake-affine rule). */
 	uint64_t curr_avg_ns;
 	/* The running task's record (wake_wide reads the waker's flips through
-	 * it). Written by the worker; read only by the worker's own thread when
-	 * it wakes a task with waker_cpu == this CPU. */
+	 * it). Written by the worker: last in run_begin and run_end, with
+	 * release. Read by the worker's own thread when it wakes a task with
+	 * waker_cpu == this CPU (plain), and by any wakeup of a task whose
+	 * prev is this CPU, with acquire (place__task_running: a task still
+	 * running is refused). */
 	place_task *curr;
 	/* COOKIES: the cookie that the running task's run_begin counted in its
 	 * core's occupancy (captured there, so that place_task_set_cookie during
@@ -222,6 +226,24 @@ struct place_llc {
 
 #define PLACE_SCAN_RECHECK UINT32_C(0x80000000)
 #define PLACE_SCAN_NR (PLACE_SCAN_RECHECK - 1)
+
+/* A thread mask that PLACE_WORKER_BIND replaced: its thread gets it back
+ * when it unregisters that CPU (place.c). */
+struct place_bound {
+	struct place_bound *next;
+	pid_t tid;      /* the bound thread */
+	size_t size;    /* bytes of mask */
+	cpu_set_t *mask;
+};
+
+/* A CPU's registrations (control plane only: under p->ctl, never read by
+ * the hot paths, which see REGISTERED in the state word): how many
+ * workers serve it (PLACE_WORKER_SHARED adds one), the masks BIND
+ * replaced on it. */
+struct place_seat {
+	uint32_t workers;
+	struct place_bound *bound;
+};
 
 /* Statistics, schedstat-like. One list drives the slots and place_stats. */
 #define PLACE_STATS(X)                                                                             \
@@ -345,6 +367,11 @@ struct place {
 	 * register/unregister (they change REGISTERED, OFFLINE and
 	 * nr_registered together). Never taken on the hot paths. */
 	pthread_mutex_t ctl;
+	/* CPUs with a registered worker (REGISTERED), whatever the topology:
+	 * written under ctl by register/unregister (relaxed store), read
+	 * relaxed by a new placement's wakeup (the startup window: none yet,
+	 * -ESRCH at once). Read-mostly: its line changes only on registration. */
+	uint64_t nr_workers;
 	/* ThreadSanitizer builds only (rcu.h): the address read sections
 	 * release on and grace periods acquire, standing for liburcu's
 	 * handshake that TSan cannot see. Never read nor written; its own
@@ -372,6 +399,7 @@ struct place {
 	                               * timed (idle.c); read-only after create */
 	struct place_cpu *cpu;        /* [nr_cpus] */
 	struct place_cpu_map *map;    /* [nr_cpus] */
+	struct place_seat *seat;      /* [nr_cpus] registrations, under ctl */
 	int *sib_next;                /* [nr_cpus] the next SMT sibling, a ring over the core
 	                               * (itself when alone), for the wakeup's sibling walk;
 	                               * read-only after create */
@@ -497,6 +525,19 @@ static inline struct place_task_rec *place__task_rec(const place_task *t)
 	struct place_task_rec *r = t ? place__rec((place_task *)t) : NULL;
 
 	return r && r->magic == PLACE_TASK_MAGIC ? r : NULL;
+}
+
+/* The dense CPU whose worker runs t now (between its place_run_begin and
+ * place_run_end), else -1. run_begin stores prev_cpu, then curr last with
+ * release; run_end stores curr NULL last with release: a caller that sees
+ * t there (acquire) has t's run begun, one that no longer does has its
+ * run_end complete, record included. The line is the one a wakeup probes
+ * for prev anyway. */
+static inline int place__task_running(const struct place *p, const place_task *t)
+{
+	int d = place__dense(p, place__rec((place_task *)t)->prev_cpu);
+
+	return d >= 0 && place_load_ptr_acq((void *const *)&p->cpu[d].curr) == t ? d : -1;
 }
 
 /* place.c: a record used with p whose owner is not p's id */

@@ -164,10 +164,11 @@ static bool take_move_slot(struct place *p, int dst)
  * dense CPUs on different nodes, choice is wake_affine's (one of them).
  * Returns prev or waker. commit: a real wakeup (not NOCLAIM), which may
  * move t (its record, the cap) and counts; otherwise this only answers.
- * Statistics go to the waker's slot (the caller is its worker).
+ * Statistics go to slot: the waker's when the caller is its worker, else
+ * -1 (PLACE_WAKE_REMOTE: the waker's LLC's external slot).
  */
 int place__numa_choose(struct place *p, struct place_task_rec *r, uint32_t g, int prev, int waker,
-		       int choice, bool commit)
+		       int choice, bool commit, int slot)
 {
 	int src = p->map[prev].node, dst = p->map[waker].node;
 	uint64_t rs = place_load_64(place__numa_slot(p, src, g));
@@ -179,7 +180,7 @@ int place__numa_choose(struct place *p, struct place_task_rec *r, uint32_t g, in
 		now = place__now(p);
 		if (now - r->numa_moved_ns < p->numa_cooldown_ns) {
 			if (commit && (rd > rs || choice == waker))
-				place__count(p, waker, 0, PLACE_STAT_numa_cooldown_skips, 1);
+				place__count(p, slot, p->map[waker].llc, PLACE_STAT_numa_cooldown_skips, 1);
 			return prev; /* no ping-pong: stay where the last move put it */
 		}
 	}
@@ -206,13 +207,13 @@ int place__numa_choose(struct place *p, struct place_task_rec *r, uint32_t g, in
 				place__numa_started(p, r); /* an earlier move it never ran after */
 			r->numa_pending = (uint32_t)dst + 1;
 			r->numa_moved_ns = now ? now : 1; /* 0 means "never moved" */
-			place__count(p, waker, 0, PLACE_STAT_numa_moves, 1);
+			place__count(p, slot, p->map[waker].llc, PLACE_STAT_numa_moves, 1);
 			return waker;
 		}
 		skip = PLACE_STAT_numa_cap_skips;
 	}
 	if (commit)
-		place__count(p, waker, 0, skip, 1);
+		place__count(p, slot, p->map[waker].llc, skip, 1);
 	return prev;
 }
 

@@ -118,6 +118,6 @@ static inline void place__numa_end(struct place *p, int cpu)
 int place__numa_create(struct place *p, uint32_t max_groups, uint32_t cap, uint64_t cooldown_ns);
 void place__numa_destroy(struct place *p);
 int place__numa_choose(struct place *p, struct place_task_rec *r, uint32_t g, int prev, int waker,
-		       int choice, bool commit);
+		       int choice, bool commit, int slot);
 
 #endif /* PLACE_NUMA_H */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cookie.h"
 #include "idle.h"
@@ -218,13 +219,15 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	p->llc_cpus = p->topo->llc_cpus;
 	p->cpu = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->cpu));
 	p->map = calloc((size_t)p->topo->nr_cpus, sizeof(*p->map));
+	p->seat = calloc((size_t)p->topo->nr_cpus, sizeof(*p->seat));
 	p->sib_next = calloc((size_t)p->topo->nr_cpus, sizeof(*p->sib_next));
 	p->core = alloc_lines((size_t)p->topo->nr_cores, sizeof(*p->core));
 	p->llc = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->llc));
 	p->slot = alloc_lines((size_t)p->topo->nr_cpus, sizeof(*p->slot));
 	p->ext = alloc_lines((size_t)p->topo->nr_llcs, sizeof(*p->ext));
 	p->util_seen = calloc((size_t)p->topo->nr_cpus, sizeof(*p->util_seen));
-	if (!p->cpu || !p->map || !p->sib_next || !p->core || !p->llc || !p->slot || !p->ext || !p->util_seen)
+	if (!p->cpu || !p->map || !p->seat || !p->sib_next || !p->core || !p->llc || !p->slot || !p->ext ||
+	    !p->util_seen)
 		goto fail;
 	if ((err = build_map(p)) || (err = build_llcs(p, place__now(p))))
 		goto fail;
@@ -238,6 +241,17 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 fail:
 	place_destroy(p);
 	return err == -ENOMEM ? place__fail(err, "place_create: out of memory") : err;
+}
+
+static void drop_bound(struct place_bound *b)
+{
+	while (b) {
+		struct place_bound *next = b->next;
+
+		CPU_FREE(b->mask);
+		free(b);
+		b = next;
+	}
 }
 
 PLACE_EXTERN void place_destroy(place *p)
@@ -254,6 +268,9 @@ PLACE_EXTERN void place_destroy(place *p)
 	free(p->core);
 	free(p->sib_next);
 	free(p->map);
+	for (int d = 0; p->seat && d < p->topo->nr_cpus; d++)
+		drop_bound(p->seat[d].bound);
+	free(p->seat);
 	free(p->cpu);
 	if (p->cur != p->topo)
 		place_topo_free(p->cur);
@@ -270,20 +287,75 @@ PLACE_EXTERN const place_topo *place_get_topo(const place *p)
 
 /* ---- workers ----------------------------------------------------------- */
 
-static int bind_caller(int cpu)
+/* The calling thread's mask, in a set as large as the kernel needs
+ * (EINVAL: too small for its CPU numbers); NULL with *err. */
+static cpu_set_t *caller_mask(size_t *size, int *err)
 {
+	for (size_t n = 1024; n <= (size_t)PLACE_CPU_OS_MAX + 1; n *= 2) {
+		cpu_set_t *set = CPU_ALLOC(n);
+
+		if (!set)
+			break;
+		*size = CPU_ALLOC_SIZE(n);
+		if (!sched_getaffinity(0, *size, set))
+			return set;
+		CPU_FREE(set);
+		if (errno != EINVAL) {
+			*err = place__fail(-errno, "sched_getaffinity failed");
+			return NULL;
+		}
+	}
+	*err = place__fail(-ENOMEM, "place_worker_register: no memory for the thread's mask");
+	return NULL;
+}
+
+/* Pin the calling thread to cpu; the mask it had is returned (to give
+ * back at its unregister), NULL with *err when anything failed (nothing
+ * changed then). */
+static struct place_bound *bind_caller(int cpu, int *err)
+{
+	struct place_bound *b = calloc(1, sizeof(*b));
 	cpu_set_t *set = CPU_ALLOC((size_t)cpu + 1);
 	size_t size = CPU_ALLOC_SIZE((size_t)cpu + 1);
-	int err = 0;
 
-	if (!set)
-		return -ENOMEM;
+	if (!b || !set || !(b->mask = caller_mask(&b->size, err))) {
+		if (!b || !set)
+			*err = place__fail(-ENOMEM, "place_worker_register: out of memory");
+		CPU_FREE(set);
+		free(b);
+		return NULL;
+	}
 	CPU_ZERO_S(size, set);
 	CPU_SET_S((size_t)cpu, size, set);
-	if (sched_setaffinity(0, size, set))
-		err = place__fail(-errno, "sched_setaffinity(cpu %d) failed", cpu);
+	if (sched_setaffinity(0, size, set)) {
+		*err = place__fail(-errno, "sched_setaffinity(cpu %d) failed", cpu);
+		drop_bound(b);
+		b = NULL;
+	}
 	CPU_FREE(set);
-	return err;
+	if (b)
+		b->tid = gettid();
+	return b;
+}
+
+/* The calling thread unregisters from seat: the mask its BIND replaced
+ * there comes back (best effort: a mask whose CPUs all left the cpuset is
+ * refused by the kernel and the thread stays pinned). */
+static void unbind_caller(struct place_seat *seat)
+{
+	pid_t tid = gettid();
+
+	for (struct place_bound **b = &seat->bound; *b; b = &(*b)->next) {
+		if ((*b)->tid != tid)
+			continue;
+		struct place_bound *mine = *b;
+
+		*b = mine->next;
+		mine->next = NULL;
+		(void)sched_setaffinity(0, mine->size, mine->mask);
+		drop_bound(mine);
+		return;
+	}
 }
 
 /* Under p->ctl: OFFLINE and REGISTERED cannot change meanwhile except by
@@ -291,16 +363,24 @@ static int bind_caller(int cpu)
 static int register_locked(struct place *p, int d, int cpu, unsigned flags)
 {
 	struct place_cpu *c = &p->cpu[d];
+	struct place_bound *b = NULL;
 	uint64_t before;
-	int err;
+	int err = 0;
 
 	if (place__state(p, d) & PLACE_ST_OFFLINE)
 		return place__fail(-ENODEV, "place_worker_register: cpu %d is not in the current topology",
 				   cpu);
-	if (place__state(p, d) & PLACE_ST_REGISTERED)
-		return -EEXIST;
-	if ((flags & PLACE_WORKER_BIND) && (err = bind_caller(cpu)))
+	if (p->seat[d].workers && !(flags & PLACE_WORKER_SHARED))
+		return place__fail(-EEXIST, "place_worker_register: cpu %d already has a worker "
+				   "(PLACE_WORKER_SHARED adds another)", cpu);
+	if ((flags & PLACE_WORKER_BIND) && !(b = bind_caller(cpu, &err)))
 		return err;
+	if (b) {
+		b->next = p->seat[d].bound;
+		p->seat[d].bound = b;
+	}
+	if (p->seat[d].workers++) /* one more thread for a served CPU: nothing else changes */
+		return 0;
 	/* A fresh worker: idle, running nothing. Claims and queued tasks from
 	 * before survive (their tasks may still arrive). */
 	place_store_32(&c->running, 0);
@@ -310,6 +390,7 @@ static int register_locked(struct place *p, int d, int cpu, unsigned flags)
 	/* RMW: from here claims may succeed (place__st_claim needs REGISTERED) */
 	before = place__st_change(&c->state, PLACE_ST_REGISTERED | PLACE_ST_IDLE, 0);
 	place_add_64(&p->llc[p->map[d].llc].nr_registered, 1);
+	place_store_64(&p->nr_workers, p->nr_workers + 1);
 	if (place__st_available(before | PLACE_ST_REGISTERED | PLACE_ST_IDLE))
 		place__idle_publish(p, d);
 	return 0;
@@ -319,8 +400,9 @@ PLACE_EXTERN int place_worker_register(place *p, int cpu, unsigned flags)
 {
 	int d, err;
 
-	if (!p || (flags & ~PLACE_WORKER_BIND))
-		return -EINVAL;
+	place__clear_error();
+	if (!p || (flags & ~(PLACE_WORKER_BIND | PLACE_WORKER_SHARED)))
+		return place__fail(-EINVAL, "place_worker_register: %s", p ? "unknown flags" : "NULL instance");
 	if ((d = place__dense(p, cpu)) < 0)
 		return -ENODEV;
 	pthread_mutex_lock(&p->ctl);
@@ -333,8 +415,13 @@ static int unregister_locked(struct place *p, int d)
 {
 	uint64_t before;
 
-	if (!(place__state(p, d) & PLACE_ST_REGISTERED))
+	if (!(place__state(p, d) & PLACE_ST_REGISTERED) || !p->seat[d].workers)
 		return -ENOENT; /* another unregister got there first */
+	unbind_caller(&p->seat[d]);
+	if (--p->seat[d].workers) /* other threads still serve it */
+		return 0;
+	drop_bound(p->seat[d].bound); /* threads that never unregistered themselves */
+	p->seat[d].bound = NULL;
 	place__cookie_unregister(p, d); /* a task still running leaves its core */
 	if (place_load_32(&p->cpu[d].running))
 		place__numa_end(p, d); /* and its node's running count */
@@ -342,6 +429,7 @@ static int unregister_locked(struct place *p, int d)
 	before = place__st_change(&p->cpu[d].state, 0, PLACE_ST_REGISTERED | PLACE_ST_IDLE);
 	place_store_32(&p->cpu[d].running, 0);
 	place_store_ptr((void **)&p->cpu[d].curr, NULL);
+	place_store_64(&p->nr_workers, p->nr_workers - 1);
 	if (!(before & PLACE_ST_OFFLINE)) /* an offline CPU no longer counted */
 		place_add_64(&p->llc[p->map[d].llc].nr_registered, (uint64_t)-1);
 	place__idle_withdraw(p, d);

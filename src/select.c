@@ -23,7 +23,8 @@
 #include "widen.h"
 
 #define PLACE_WAKE_FLAGS                                                                          \
-	(PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW | PLACE_WAKE_CURRENT | PLACE_WAKE_SPREAD)
+	(PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW | PLACE_WAKE_CURRENT | PLACE_WAKE_SPREAD |   \
+	 PLACE_WAKE_REMOTE)
 #define FLIP_DECAY_NS UINT64_C(1000000000) /* wakee flips halve every second, as the kernel's HZ */
 #define IMBALANCE_PCT 117                  /* the kernel's LLC-level sd->imbalance_pct */
 
@@ -33,13 +34,14 @@ struct wake {
 	place_task *t;
 	struct place_task_rec *r;
 	unsigned flags;
-	bool claim;   /* claim the CPU we return */
+	int counter;  /* the statistics slot: the waker's, -1 none or REMOTE (not its thread) */
 	int waker;    /* the waking worker's CPU */
 	int prev;     /* where t last ran, if still usable */
 	uint64_t prev_state; /* its state when last probed (wake_init, wake_init_prev, stale_delivery) */
 	int target;   /* wake_affine's choice: the fallback */
 	const struct place_cpu_map *tm; /* the target's map, and its LLC */
 	struct place_llc *tllc;
+	bool claim;      /* claim the CPU we return (beside cookies: no padding) */
 	bool cookies;    /* COOKIES on: idle CPUs must fit cookie */
 	uint64_t cookie; /* t's cookie, read once (place_task_set_cookie may race) */
 	int cpu;      /* the CPU found */
@@ -197,7 +199,8 @@ PLACE_INLINE bool wake_affine(const struct place *p, int this, int prev, uint64_
 PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task_rec *r, int waker, int prev,
 			       unsigned flags, uint64_t ws, uint64_t ps)
 {
-	struct place_task_rec *wr = waker_rec(p, waker);
+	/* REMOTE: the waker's record is its own thread's (no flips, no wake_wide) */
+	struct place_task_rec *wr = flags & PLACE_WAKE_REMOTE ? NULL : waker_rec(p, waker);
 
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE) && !(flags & PLACE_WAKE_NOCLAIM)) {
 		record_wakee(p, waker, wr, t);
@@ -315,13 +318,13 @@ PLACE_INLINE int wake_target(struct wake *w)
 	/* NUMA groups: across nodes, the group decides (numa.c) */
 	if (waker_ok && place__numa_cross(w->p, w->group, w->prev, w->waker)) {
 		int numa = place__numa_choose(w->p, w->r, w->group, w->prev, w->waker, choice,
-					      !(w->flags & PLACE_WAKE_NOCLAIM));
+					      !(w->flags & PLACE_WAKE_NOCLAIM), w->counter);
 
 		if (numa != choice)
 			return numa; /* a NUMA move, or kept on prev's node */
 	}
 	if (choice == w->waker)
-		place__count(w->p, w->waker, 0, PLACE_STAT_affine_wakeups, 1);
+		place__count(w->p, w->counter, map_of(w, w->waker)->llc, PLACE_STAT_affine_wakeups, 1);
 	return choice;
 }
 
@@ -421,7 +424,7 @@ PLACE_INLINE bool has_idle_core(const struct wake *w, const struct place_llc *ll
 static enum place_stat_id scan_hit(struct wake *w, const struct place_scan_iter *it, enum place_stat_id level)
 {
 	if (place__scan_in_cluster(it))
-		place__count(w->p, w->waker, w->tm->llc, PLACE_STAT_hit_cluster, 1);
+		place__count(w->p, w->counter, w->tm->llc, PLACE_STAT_hit_cluster, 1);
 	return level;
 }
 
@@ -454,14 +457,14 @@ PLACE_INLINE void set_scan_sibling(struct wake *w)
 
 	if (!place_load_32(mark)) {
 		place_store_32(mark, 1);
-		place__count(w->p, w->waker, map_of(w, w->target)->llc, PLACE_STAT_fail_prone_marks, 1);
+		place__count(w->p, w->counter, map_of(w, w->target)->llc, PLACE_STAT_fail_prone_marks, 1);
 	}
 }
 
 /* The count of stacked wakeups that this one adds to (wake_commit()). */
 static const uint64_t *stacked(const struct wake *w)
 {
-	return &place__stat_slot(w->p, w->waker, w->tm->llc)[PLACE_STAT_hit_fallback];
+	return &place__stat_slot(w->p, w->counter, w->tm->llc)[PLACE_STAT_hit_fallback];
 }
 
 /*
@@ -537,7 +540,7 @@ PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
 	probes = w->probes;
 	cpu = place__cookie_fallback(w->p, w->t, w->target, &probes);
 	w->probes = probes;
-	place__count(w->p, w->waker, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);
+	place__count(w->p, w->counter, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);
 	if (cpu != w->target && take(w, cpu))
 		return PLACE_STAT_hit_idle_cpu;
 	w->cpu = cpu;
@@ -638,6 +641,7 @@ PLACE_INLINE int wake_fill(struct wake *w, place *p, place_task *t, struct place
 {
 	w->r = r;
 	w->waker = waker;
+	w->counter = flags & PLACE_WAKE_REMOTE ? -1 : waker;
 	/* NUMA: read once (place_task_set_group may race), refused before
 	 * anything changes */
 	w->group = place_load_32(&r->group);
@@ -665,7 +669,8 @@ PLACE_INLINE int wake_init_args(struct wake *w, place *p, place_task *t, int wak
 	int waker;
 
 	if (!p || !(r = place__task_rec(t)) || (flags & ~PLACE_WAKE_FLAGS) || (t->cpus && !t->cpus_size) ||
-	    ((flags & PLACE_WAKE_CURRENT) && waker_cpu == PLACE_CPU_NONE))
+	    ((flags & (PLACE_WAKE_CURRENT | PLACE_WAKE_REMOTE)) && waker_cpu == PLACE_CPU_NONE) ||
+	    (flags & (PLACE_WAKE_CURRENT | PLACE_WAKE_REMOTE)) == (PLACE_WAKE_CURRENT | PLACE_WAKE_REMOTE))
 		return -EINVAL;
 	waker = place__dense(p, waker_cpu);
 	if (waker_cpu != PLACE_CPU_NONE && waker < 0)
@@ -679,7 +684,12 @@ PLACE_INLINE int wake_init(struct wake *w, place *p, place_task *t, int waker_cp
 
 	if (err)
 		return err;
-	prev = (flags & PLACE_WAKE_NEW) ? -1 : place__dense(p, w->r->prev_cpu);
+	prev = place__dense(p, w->r->prev_cpu);
+	/* a run edge still to come (place__task_running, on the prev at hand) */
+	if (prev >= 0 && place_load_ptr_acq((void *const *)&p->cpu[prev].curr) == t)
+		return place__why(-EALREADY, PLACE_WHY_WOKEN_RUNNING, p->map[prev].os, 0);
+	if (flags & PLACE_WAKE_NEW)
+		prev = -1;
 	wake_prev(w, prev, prev >= 0 && place__allowed(p, t, prev) ? probe(w, prev) : 0);
 	return 0;
 }
@@ -700,14 +710,14 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 		w->r->owner = p->id;
 	}
 	/* wakeups and claims are sums of these (stats.c) */
-	place__count(p, w->waker, llc, level, 1);
-	place__count(p, w->waker, llc, PLACE_STAT_cpus_probed, w->probes);
+	place__count(p, w->counter, llc, level, 1);
+	place__count(p, w->counter, llc, PLACE_STAT_cpus_probed, w->probes);
 	if (!w->claim && level != PLACE_STAT_hit_fallback) /* a claim is never lost on a hit */
-		place__count(p, w->waker, llc, PLACE_STAT_unclaimed, 1);
+		place__count(p, w->counter, llc, PLACE_STAT_unclaimed, 1);
 	if (w->lost)
-		place__count(p, w->waker, llc, PLACE_STAT_lost_claims, w->lost);
+		place__count(p, w->counter, llc, PLACE_STAT_lost_claims, w->lost);
 	if (w->false_pos)
-		place__count(p, w->waker, llc, PLACE_STAT_false_positives, w->false_pos);
+		place__count(p, w->counter, llc, PLACE_STAT_false_positives, w->false_pos);
 	return m->os;
 }
 
@@ -810,9 +820,12 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 			give_up_delivery(p, w.r); /* a new placement's, now that it has a target */
 		return wake_commit(&w, PLACE_STAT_hit_target);
 	}
+	/* the startup window: nothing to look for (one load, new placements only) */
+	if (w.prev < 0 && !place_load_64(&p->nr_workers))
+		return place__why(-ESRCH, PLACE_WHY_NO_WORKER, 0, 0);
 	w.target = wake_target(&w);
-	if (w.target < 0)
-		return -ESRCH; /* no usable CPU (changed nothing, or raced an unregister) */
+	if (w.target < 0) /* no usable CPU (changed nothing, or raced an unregister) */
+		return place__why(-ESRCH, PLACE_WHY_NONE_ALLOWED, 0, 0);
 	if (err > 0) {
 		give_up_delivery(p, w.r); /* a new placement's, now that it has a target */
 		if (w.prev >= 0) /* fork-local: the creator's CPU may be the one given up */
@@ -848,7 +861,10 @@ PLACE_INLINE enum glance glance(place *p, place_task *t, unsigned flags, int *pr
 	*state = place__state(p, *prev);
 	if (!place__st_usable(*state))
 		return WHOLE_PATH;
-	return place__st_available(*state) ? PREV_IDLE : PREV_BUSY;
+	if (place__st_available(*state))
+		return PREV_IDLE; /* never t's CPU while t runs: running clears IDLE */
+	/* t still running there: the whole path refuses it (-EALREADY) */
+	return place_load_ptr_acq((void *const *)&p->cpu[*prev].curr) == t ? WHOLE_PATH : PREV_BUSY;
 }
 
 /* The short paths' w: what wake_init() and wake_target() make of it, prev
@@ -857,7 +873,8 @@ PLACE_INLINE enum glance glance(place *p, place_task *t, unsigned flags, int *pr
 PLACE_INLINE int wake_init_prev(struct wake *w, place *p, place_task *t, int waker, unsigned flags, int prev,
 				uint64_t state, uint64_t probes)
 {
-	int err = wake_fill(w, p, t, place__rec(t), waker, flags);
+	/* after glance(): flags are SYNC or 0 (the REMOTE and NOCLAIM tests fold) */
+	int err = wake_fill(w, p, t, place__rec(t), waker, flags & PLACE_WAKE_SYNC);
 
 	if (err)
 		return err;
@@ -1065,7 +1082,8 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	uint64_t probes = 1, *v;
 
 	if (waker < 0 || !r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
-	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker))
+	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker) ||
+	    place__task_running(p, t) >= 0)
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
 		probes++;
@@ -1111,7 +1129,8 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	if (place__st_usable(ws)) {
 		if (place__numa_cross(p, group, prev, waker))
 			return wakeup_unlock(p, t, waker_cpu, flags);
-		if (affine_choice(p, t, r, waker, prev, flags, ws, state) != prev)
+		/* glance() let only SYNC through: say so, the other tests fold */
+		if (affine_choice(p, t, r, waker, prev, flags & PLACE_WAKE_SYNC, ws, state) != prev)
 			return wake_affine_unlock(p, t, waker, flags, prev, state, probes);
 	}
 	if (g == PREV_IDLE)

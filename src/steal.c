@@ -51,11 +51,11 @@ static bool victim(const struct place *p, int cpu)
  * it tries (and place_set_topology's caller recomputes orders after it). */
 PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max)
 {
-	int self = place__worker_cpu(p, cpu), n = 0;
+	int self = p ? place__dense(p, cpu) : -EINVAL, n = 0; /* with a worker or not */
 	const struct place_topo *t;
 
 	if (self < 0)
-		return self;
+		return self == -1 ? -ENODEV : self;
 	if (max < 0 || (max > 0 && !out))
 		return -EINVAL;
 	t = p->topo;

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <hwloc.h>
@@ -39,7 +40,10 @@
 /* SRC_MACHINE: the live machine without the cgroup and affinity
  * restrictions (every online PU), for instances that place_set_topology()
  * down to their cpuset and may grow back. */
-enum src_kind { SRC_LIVE, SRC_XML, SRC_SYNTHETIC, SRC_MACHINE };
+/* SRC_PROCESS: the live machine's cgroup cpuset and the CPUs some thread
+ * of the process may use (the union of their masks): not the caller's
+ * mask alone, which a pinned worker has narrowed to one CPU. */
+enum src_kind { SRC_LIVE, SRC_XML, SRC_SYNTHETIC, SRC_MACHINE, SRC_PROCESS };
 
 struct src {
 	enum src_kind kind;
@@ -52,15 +56,24 @@ static int is_live(const char *s)
 	return s == NULL || s[0] == '\0' || strcmp(s, "live") == 0;
 }
 
+static int is_process(const char *s)
+{
+	return s && strcmp(s, "process") == 0;
+}
+
 /* PLACE_TOPOLOGY replaces "live" so that an unchanged program can run against
  * a modelled machine. Its value "live" (or empty) means the machine itself. */
 static int parse_source(const char *source, struct src *s)
 {
 	static const char xml[] = "xml:", syn[] = "synthetic:";
 
-	if (is_live(source)) {
+	if (is_live(source) || is_process(source)) {
 		const char *env = getenv("PLACE_TOPOLOGY");
 
+		if (is_process(source) && (is_live(env) || is_process(env))) {
+			*s = (struct src){ SRC_PROCESS, "process", NULL };
+			return 0;
+		}
 		if (is_live(env)) {
 			*s = (struct src){ SRC_LIVE, "live", NULL };
 			return 0;
@@ -80,7 +93,7 @@ static int parse_source(const char *source, struct src *s)
 		s->arg = source + sizeof(syn) - 1;
 	} else {
 		return place__fail(-EINVAL, "%s: unknown topology source (expected \"live\", "
-				   "\"machine\", \"xml:PATH\" or \"synthetic:STRING\")", source);
+				   "\"process\", \"machine\", \"xml:PATH\" or \"synthetic:STRING\")", source);
 	}
 	if (s->arg[0] == '\0')
 		return place__fail(-EINVAL, "%s: empty %s", source,
@@ -155,6 +168,7 @@ static int hwloc_setup(hwloc_topology_t t, const struct src *s)
 			return place__fail(-EINVAL, "machine: hwloc_topology_set_flags: %s", strerror(errno));
 		return 0;
 	case SRC_LIVE:
+	case SRC_PROCESS:
 		break;
 	}
 	return 0;
@@ -210,8 +224,9 @@ static int hwloc_open(hwloc_topology_t *out, const struct src *s)
 	return 0;
 }
 
-/* The calling thread's affinity mask, grown until the kernel's mask fits. */
-static int affinity_bitmap(hwloc_bitmap_t out)
+/* Thread tid's affinity mask (0: the caller's), added to out, grown until
+ * the kernel's mask fits. */
+static int affinity_bitmap(pid_t tid, hwloc_bitmap_t out)
 {
 	for (int n = 1024; n <= (1 << 22); n *= 2) {
 		size_t size = CPU_ALLOC_SIZE(n);
@@ -219,7 +234,7 @@ static int affinity_bitmap(hwloc_bitmap_t out)
 
 		if (!set)
 			return -ENOMEM;
-		if (sched_getaffinity(0, size, set) == 0) {
+		if (sched_getaffinity(tid, size, set) == 0) {
 			for (int c = 0; c < n; c++)
 				if (CPU_ISSET_S(c, size, set))
 					hwloc_bitmap_set(out, (unsigned)c);
@@ -231,6 +246,31 @@ static int affinity_bitmap(hwloc_bitmap_t out)
 			return -errno;
 	}
 	return -EINVAL;
+}
+
+/* The union of the masks of the process's threads (/proc/self/task);
+ * a thread that exits meanwhile is skipped. Without /proc, the caller's. */
+static int process_bitmap(hwloc_bitmap_t out)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *e;
+	int err = 0, seen = 0;
+
+	if (!dir)
+		return affinity_bitmap(0, out);
+	while (!err && (e = readdir(dir))) {
+		long tid = strtol(e->d_name, NULL, 10);
+
+		if (tid <= 0)
+			continue;
+		err = affinity_bitmap((pid_t)tid, out);
+		if (err == -ESRCH)
+			err = 0;
+		else if (!err)
+			seen++;
+	}
+	closedir(dir);
+	return err || seen ? err : affinity_bitmap(0, out);
 }
 
 /* Usable PUs: hwloc's allowed set (the cgroup cpuset for the live machine;
@@ -245,17 +285,17 @@ static int usable_cpuset(hwloc_topology_t t, const struct src *s, hwloc_bitmap_t
 
 	if (hwloc_bitmap_copy(out, base) != 0)
 		return -ENOMEM;
-	if (s->kind == SRC_LIVE) {
+	if (s->kind == SRC_LIVE || s->kind == SRC_PROCESS) {
 		hwloc_bitmap_t aff = hwloc_bitmap_alloc();
 
 		if (!aff)
 			return -ENOMEM;
-		err = affinity_bitmap(aff);
+		err = s->kind == SRC_LIVE ? affinity_bitmap(0, aff) : process_bitmap(aff);
 		if (err == 0)
 			hwloc_bitmap_and(out, out, aff);
 		hwloc_bitmap_free(aff);
 		if (err < 0)
-			return place__fail(err, "live: sched_getaffinity: %s", strerror(-err));
+			return place__fail(err, "%s: sched_getaffinity: %s", s->name, strerror(-err));
 	}
 	return 0;
 }
@@ -751,7 +791,7 @@ PLACE_EXTERN int place_topo_load(place_topo **out, const char *source)
 		err = load_records(&s, &recs, &n);
 	if (err == 0 && n == 0)
 		err = place__fail(-ENODEV, "%s: no usable CPU (allowed cpuset%s is empty)", s.name,
-				  s.kind == SRC_LIVE ? " and affinity mask intersection" : "");
+				  s.kind == SRC_LIVE || s.kind == SRC_PROCESS ? " and affinity mask intersection" : "");
 	if (err == 0)
 		err = check_unique_os(&s, recs, n);
 	if (err == 0)

@@ -76,4 +76,21 @@ static inline int place__llc_weight(const struct place_topo *t, int l)
 int place__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void place__clear_error(void);
 
+/* A hot path's failure detail, kept as a code and two numbers and formatted
+ * only by place_last_error() (src/error.c): the error path pays two
+ * thread-local stores, success nothing. Returns err. */
+enum place_why {
+	PLACE_WHY_NONE,
+	PLACE_WHY_RUNNING,        /* run_begin: cpu still runs a task */
+	PLACE_WHY_COOKIE,         /* run_begin: cpu's core runs another cookie */
+	PLACE_WHY_END_NONE,       /* run_end: cpu runs nothing */
+	PLACE_WHY_END_OTHER,      /* run_end: cpu runs another task */
+	PLACE_WHY_END_ELSEWHERE,  /* run_end: cpu runs another task, t runs on arg */
+	PLACE_WHY_END_HOW,        /* run_end: unknown how (arg) */
+	PLACE_WHY_WOKEN_RUNNING,  /* wakeup: t still runs on cpu */
+	PLACE_WHY_NO_WORKER,      /* wakeup: no worker registered on the instance */
+	PLACE_WHY_NONE_ALLOWED    /* wakeup: no registered worker allowed for t */
+};
+int place__why(int err, int why, int cpu, int arg) __attribute__((cold, noinline));
+
 #endif /* PLACE_TOPO_H */

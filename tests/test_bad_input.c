@@ -328,7 +328,7 @@ START_TEST(t_wrong_state)
 	EXPECT(&f, place_worker_unregister(f.p, 0), -ENOENT);
 	EXPECT(&f, place_idle_enter(f.p, 0), -ENOENT);
 	EXPECT(&f, place_run_begin(f.p, 0, &f.t), -ENOENT);
-	EXPECT(&f, place_steal_order(f.p, 0, NULL, 0), -ENOENT);
+	ck_assert_int_gt(place_steal_order(f.p, 0, NULL, 0), 0); /* an order without a worker too */
 	ck_assert_int_eq(place_worker_register(f.p, 0, 0), 0);
 	/* a never-woken task claims nothing */
 	EXPECT(&f, place_task_claimed(f.p, &f.t), PLACE_CPU_NONE);

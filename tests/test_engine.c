@@ -544,6 +544,10 @@ START_TEST(t_registered_and_allowed_only)
 			}
 			continue;
 		}
+		if (place__task_running(e.p, t) >= 0) { /* still running: it sleeps first */
+			cpu = e.p->map[place__task_running(e.p, t)].os;
+			ck_assert_int_eq(place_run_end(e.p, cpu, t, PLACE_RUN_SLEEP), 0);
+		}
 		cpu = env_wake(&e, t, waker, flags | ((seed >> 24) % 8 == 0 ? PLACE_WAKE_NEW : 0));
 		ck_assert_msg(cpu == 1 || cpu == 2 || cpu == 5 || cpu == 6, "%s: unregistered cpu %d",
 			      policy_name[_i], cpu);

@@ -214,7 +214,7 @@ START_TEST(t_workers_and_stats)
 
 	setup(&e, &s);
 	EXPECT_ERR(&e, &s, place_worker_register(NULL, 7, 0), -EINVAL);
-	EXPECT_ERR(&e, &s, place_worker_register(e.p, 7, 1u << 1), -EINVAL);
+	EXPECT_ERR(&e, &s, place_worker_register(e.p, 7, 1u << 4), -EINVAL); /* bit 1 is SHARED */
 	EXPECT_ERR(&e, &s, place_worker_register(e.p, 8, 0), -ENODEV);
 	EXPECT_ERR(&e, &s, place_worker_register(e.p, -1, 0), -ENODEV);
 	EXPECT_ERR(&e, &s, place_worker_register(e.p, 3, 0), -EEXIST);

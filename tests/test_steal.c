@@ -84,7 +84,10 @@ START_TEST(only_registered_victims)
 	ck_assert_int_eq(place_worker_unregister(f.p, 2), 0);
 	ck_assert_int_eq(place_worker_unregister(f.p, 15), 0);
 	assert_order(f.p, 0, from0, 13);
-	ck_assert_int_eq(place_steal_order(f.p, 2, NULL, 0), -ENOENT);
+	/* a CPU without a worker gets its order too (a helper thread, a
+	 * runtime computing orders before registering): 14 victims */
+	ck_assert_int_eq(place_steal_order(f.p, 2, NULL, 0), 14);
+	ck_assert_int_eq(place_steal_order(f.p, 15, NULL, 0), 14);
 	close_all(&f);
 }
 END_TEST

@@ -143,6 +143,7 @@ struct run {
 	place_task task[NR_TASK_ARGS];
 	enum tstate ts[NT];
 	int on[NT]; /* T_RUNNING: its OS CPU */
+	int workers[128]; /* registrations per dense CPU (PLACE_WORKER_SHARED adds one) */
 	bool contract;
 	uint64_t wakeups;
 	cpu_set_t *set[NR_SETS];
@@ -360,22 +361,24 @@ static void check_cookies(const struct run *r)
 static void op_wakeup(struct run *r)
 {
 	int ti = arg_task(r), waker = arg_cpu(r);
-	unsigned flags = next(r) & 0x3f; /* bit 5 is unknown */
+	unsigned flags = next(r) & 0xbf; /* bit 7 is unknown (bit 6 is not drawn) */
 	place_task *t = task_ptr(r, ti);
 	int expect = 0, ret, d;
 	struct snap before, after;
 	bool claim = !(flags & PLACE_WAKE_NOCLAIM) && (r->p->feat & PLACE_FEAT_CLAIM);
+	unsigned waker_flags = flags & (PLACE_WAKE_CURRENT | PLACE_WAKE_REMOTE);
 
-	if (!task_valid(ti) || (flags & ~0x1fu) || ((flags & PLACE_WAKE_CURRENT) && waker == PLACE_CPU_NONE))
-		expect = -EINVAL; /* a hand-off needs the waker's CPU */
+	if (!task_valid(ti) || (flags & ~0x3fu) || (waker_flags && waker == PLACE_CPU_NONE) ||
+	    waker_flags == (PLACE_WAKE_CURRENT | PLACE_WAKE_REMOTE))
+		expect = -EINVAL; /* a hand-off or a remote hint needs the waker's CPU */
 	else if (waker != PLACE_CPU_NONE && dense(r, waker) < 0)
 		expect = -ENODEV;
 	else if (group_refused(r, t))
 		expect = -ENOSPC;
+	else if (r->ts[ti] == T_RUNNING)
+		expect = -EALREADY; /* a run edge still to come: refused, nothing changes */
 	else if (!any_allowed(r, t))
 		expect = -ESRCH;
-	if (task_valid(ti) && r->ts[ti] == T_RUNNING && !(flags & PLACE_WAKE_NOCLAIM) && !expect)
-		r->contract = false; /* waking a running task: outside the contract */
 	take_snap(r, &before);
 	ret = place_wakeup(r->p, t, waker, flags);
 	take_snap(r, &after);
@@ -390,6 +393,8 @@ static void op_wakeup(struct run *r)
 	TRACE("\n");
 	for (int k = 0; trace && k < r->nr_cpus; k++)
 		TRACE("   after: cpu %d state %#llx\n", r->p->map[k].os, (unsigned long long)after.state[k]);
+	if (!r->contract && (ret == -EALREADY) != (expect == -EALREADY))
+		return; /* one task run on two CPUs: which run is on is the library's */
 	if (ret < 0) {
 		CHECK(ret == expect);
 		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
@@ -511,14 +516,16 @@ static void op_register(struct run *r)
 {
 	int cpu = arg_cpu(r), d = dense(r, cpu), ret, expect = 0;
 	uint8_t b = next(r) % 3;
-	unsigned flags = b == 0 ? 0 : b == 1 ? 2u : 0x80000000u; /* never BIND: it would pin the fuzzer */
+	/* never BIND: it would pin the fuzzer */
+	unsigned flags = b == 0 ? 0 : b == 1 ? PLACE_WORKER_SHARED : 0x80000000u;
 	struct snap before, after;
+	bool join = d >= 0 && r->workers[d] > 0;
 
-	if (flags)
+	if (flags & ~PLACE_WORKER_SHARED)
 		expect = -EINVAL;
 	else if (d < 0 || (r->p->cpu[d].state & PLACE_ST_OFFLINE))
 		expect = -ENODEV;
-	else if (r->p->cpu[d].state & PLACE_ST_REGISTERED)
+	else if (join && !(flags & PLACE_WORKER_SHARED))
 		expect = -EEXIST;
 	take_snap(r, &before);
 	ret = place_worker_register(r->p, cpu, flags);
@@ -529,8 +536,11 @@ static void op_register(struct run *r)
 		CHECK(same_states(r, &before, &after));
 		return;
 	}
-	CHECK((after.state[d] & (PLACE_ST_REGISTERED | PLACE_ST_IDLE)) ==
-	      (PLACE_ST_REGISTERED | PLACE_ST_IDLE));
+	if (r->workers[d]++) /* one more thread of a served CPU: nothing changes */
+		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
+	else
+		CHECK((after.state[d] & (PLACE_ST_REGISTERED | PLACE_ST_IDLE)) ==
+		      (PLACE_ST_REGISTERED | PLACE_ST_IDLE));
 }
 
 static void op_unregister(struct run *r)
@@ -549,6 +559,10 @@ static void op_unregister(struct run *r)
 	CHECK(ret == expect);
 	if (ret) {
 		CHECK(same_states(r, &before, &after));
+		return;
+	}
+	if (--r->workers[d]) { /* other threads still serve it: nothing changes */
+		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
 		return;
 	}
 	CHECK(!(after.state[d] & PLACE_ST_REGISTERED));
