@@ -358,7 +358,7 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	 * before anything changes, so that a refusal changes nothing. */
 	cookie = place_load_64(&r->cookie);
 	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
-		return place__cookie_refused(p, d);
+		return place__cookie_refused(p, d, cookie);
 	if (place__cookie_on(p, d) && p->slot[d].forced_since) /* a forced-idle period ends */
 		place__cookie_forced_end(p, d, place__now(p));
 	start_delivery(p, d, r);

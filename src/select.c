@@ -523,22 +523,24 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 /* select_idle_sibling()'s answer when it hands the scan on (not a level). */
 enum { SCAN_CORES = -1, SCAN_CPUS = -2 };
 
-/* Nothing idle fits: stack on the target, unless (COOKIES) its core runs
- * another cookie; then on a fitting CPU of its LLC (cookie.c), counted. That
- * CPU may be idle (the scan was bounded, or the core granule hid it): then
- * it is taken, claimed, like any idle CPU. Sets w->cpu, returns the level. */
+/* Nothing idle fits: stack on the target; with COOKIES on the least loaded
+ * CPU of its LLC whose core fits (cookie.c; the target on a tie), counted
+ * in cookie_fallbacks when that is not a fitting target. That CPU may be
+ * idle (the scan was bounded, or the core granule hid it): then it is
+ * taken, claimed, like any idle CPU. Sets w->cpu, returns the level. */
 PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
 {
 	uint64_t probes;
 	int cpu;
 
 	w->cpu = w->target;
-	if (!w->cookies || place__cookie_admits(w->p, w->target, w->cookie))
+	if (!w->cookies)
 		return PLACE_STAT_hit_fallback;
 	probes = w->probes;
 	cpu = place__cookie_fallback(w->p, w->t, w->target, &probes);
 	w->probes = probes;
-	place__count(w->p, w->waker, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);
+	if (cpu != w->target || !place__cookie_admits(w->p, cpu, w->cookie))
+		place__count(w->p, w->waker, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);
 	if (cpu != w->target && take(w, cpu))
 		return PLACE_STAT_hit_idle_cpu;
 	w->cpu = cpu;
@@ -694,6 +696,8 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 	int llc = m->llc;
 
 	if (!(w->flags & PLACE_WAKE_NOCLAIM)) {
+		if (w->cookies)
+			place__cookie_pend(p, w->cpu, w->cookie); /* what waits on its core */
 		if (!w->gen)
 			place__st_enqueue(&p->cpu[w->cpu].state);
 		w->r->queued_cpu = m->os;
@@ -892,6 +896,8 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 	r->queued_cpu = os;
 	r->claim_gen = gen;
 	r->owner = p->id;
+	if (place__feat(p, PLACE_FEAT_COOKIES))
+		place__cookie_pend(p, prev, place_load_64(&r->cookie)); /* what waits on its core */
 	if (waker >= 0) {
 		uint64_t *v = p->slot[waker].v;
 
@@ -1003,8 +1009,9 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	uint32_t scan = place_load_32(&llc->nr_idle_scan); /* the bound, 0, or 0 and RECHECK */
 	int recent;
 
+	/* COOKIES on SMT: stack_cpu() balances the cookie's cores */
 	if (!p->scan_bounded || (scan & PLACE_SCAN_NR) || (llc->smt && place_load_32(&llc->has_idle_cores)) ||
-	    !short_fits(p, r, prev))
+	    (m->smt > 1 && place__feat(p, PLACE_FEAT_COOKIES)) || !short_fits(p, r, prev))
 		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
