@@ -38,6 +38,7 @@ int place__cookie_refused(struct place *p, int cpu, uint64_t cookie)
 	if (!place_load_64(&core->turn_since)) /* cpu waits since its period began */
 		place_store_64(&core->turn_since, s->forced_since);
 	place__cookie_pend(p, cpu, cookie);
+	place__cookie_mix(p);
 	return -EBUSY;
 }
 

@@ -127,14 +127,24 @@ static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t
 	return true;
 }
 
+/* More than one cookie shares the instance's cores (see cookie_mixed). */
+static inline void place__cookie_mix(struct place *p)
+{
+	if (!place_load_32(&p->cookie_mixed))
+		place_store_32(&p->cookie_mixed, 1);
+}
+
 /* A wakeup sends work with cookie to cpu (COOKIES on): the core's pend
  * hint (a load first: the line stays shared while it holds the cookie). */
 static inline void place__cookie_pend(struct place *p, int cpu, uint64_t cookie)
 {
-	uint64_t *pend = &p->core[p->map[cpu].core].pend;
+	uint64_t *pend = &p->core[p->map[cpu].core].pend, old;
 
-	if (p->map[cpu].smt > 1 && place_load_64(pend) != cookie)
-		place_store_64(pend, cookie);
+	if (p->map[cpu].smt < 2 || (old = place_load_64(pend)) == cookie)
+		return;
+	place_store_64(pend, cookie);
+	if (old)
+		place__cookie_mix(p); /* one cookie followed another there */
 }
 
 /* The same whether COOKIES is on or not. */

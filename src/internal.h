@@ -377,6 +377,13 @@ struct place {
 	 * overloaded short path read it. Read-only after create: one test
 	 * instead of two on the hot path. */
 	bool scan_bounded;
+	/* COOKIES: 1 once more than one cookie was seen queued on one core (a
+	 * core's pend hint changed from one cookie to another, or a refusal):
+	 * from then on a wakeup that finds nothing idle balances the cookie's
+	 * cores (stack_cpu) instead of stacking on its target. Sticky: set
+	 * once by any thread (relaxed load, then store), read relaxed by
+	 * wakeups; a stale 0 costs one wakeup stacked the old way. */
+	uint32_t cookie_mixed;
 	place_clock_fn clock;
 	void *clock_arg;
 	uint64_t short_task_ns;

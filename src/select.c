@@ -523,9 +523,10 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 /* select_idle_sibling()'s answer when it hands the scan on (not a level). */
 enum { SCAN_CORES = -1, SCAN_CPUS = -2 };
 
-/* Nothing idle fits: stack on the target; with COOKIES on the least loaded
- * CPU of its LLC whose core fits (cookie.c; the target on a tie), counted
- * in cookie_fallbacks when that is not a fitting target. That CPU may be
+/* Nothing idle fits: stack on the target; with COOKIES on, once cookies
+ * mix on cores (cookie_mixed) or when the target's core does not fit, the
+ * least loaded CPU of its LLC whose core fits (cookie.c; the target on a
+ * tie), counted in cookie_fallbacks when that is not a fitting target. That CPU may be
  * idle (the scan was bounded, or the core granule hid it): then it is
  * taken, claimed, like any idle CPU. Sets w->cpu, returns the level. */
 PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
@@ -534,7 +535,7 @@ PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
 	int cpu;
 
 	w->cpu = w->target;
-	if (!w->cookies)
+	if (!w->cookies || (!place_load_32(&w->p->cookie_mixed) && place__cookie_admits(w->p, w->target, w->cookie)))
 		return PLACE_STAT_hit_fallback;
 	probes = w->probes;
 	cpu = place__cookie_fallback(w->p, w->t, w->target, &probes);
@@ -1009,9 +1010,9 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	uint32_t scan = place_load_32(&llc->nr_idle_scan); /* the bound, 0, or 0 and RECHECK */
 	int recent;
 
-	/* COOKIES on SMT: stack_cpu() balances the cookie's cores */
+	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
 	if (!p->scan_bounded || (scan & PLACE_SCAN_NR) || (llc->smt && place_load_32(&llc->has_idle_cores)) ||
-	    (m->smt > 1 && place__feat(p, PLACE_FEAT_COOKIES)) || !short_fits(p, r, prev))
+	    (m->smt > 1 && place_load_32(&p->cookie_mixed)) || !short_fits(p, r, prev))
 		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
