@@ -897,8 +897,6 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 	r->queued_cpu = os;
 	r->claim_gen = gen;
 	r->owner = p->id;
-	if (place__feat(p, PLACE_FEAT_COOKIES))
-		place__cookie_pend(p, prev, place_load_64(&r->cookie)); /* what waits on its core */
 	if (waker >= 0) {
 		uint64_t *v = p->slot[waker].v;
 
@@ -917,11 +915,25 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 }
 
 /* Can a short path answer for t: its group accepted, its cookie admitted
- * on prev's core. */
-PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev)
+ * on prev's core; when stacking, not once cookies mix on SMT cores
+ * (stack_cpu balances them then). The short paths leave the core's pend
+ * hint alone (a store there cost 12 instructions with COOKIES on, 2 with
+ * it off, in registers): a claim they leave reads as "waiting work of
+ * some cookie" to the other cookies' wakeups, which is what matters, and
+ * the tenants figures are the same. */
+PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev, bool stacking)
 {
-	return !place__numa_check(p, place_load_32(&r->group)) &&
-	       place__cookie_fits(p, prev, place_load_64(&r->cookie));
+	uint64_t cookie;
+
+	if (place__numa_check(p, place_load_32(&r->group)))
+		return false;
+	if (!place__feat(p, PLACE_FEAT_COOKIES))
+		return true;
+	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
+	if (stacking && place_load_32(&p->cookie_mixed) && p->map[prev].smt > 1)
+		return false;
+	cookie = place_load_64(&r->cookie);
+	return place__cookie_admits(p, prev, cookie);
 }
 
 /* PREV_IDLE: claim prev, as select_idle_sibling()'s first step would,
@@ -935,7 +947,7 @@ PLACE_INLINE int prev_idle_unlock(place *p, place_task *t, int waker_cpu, int wa
 	struct place_task_rec *r = place__rec(t);
 	uint32_t gen;
 
-	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev))
+	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev, false))
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!place__st_claim(&p->cpu[prev].state, state, &gen)) {
 		place__count(p, waker, p->map[prev].llc, PLACE_STAT_lost_claims, 1);
@@ -1010,9 +1022,8 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	uint32_t scan = place_load_32(&llc->nr_idle_scan); /* the bound, 0, or 0 and RECHECK */
 	int recent;
 
-	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
 	if (!p->scan_bounded || (scan & PLACE_SCAN_NR) || (llc->smt && place_load_32(&llc->has_idle_cores)) ||
-	    (m->smt > 1 && place_load_32(&p->cookie_mixed)) || !short_fits(p, r, prev))
+	    !short_fits(p, r, prev, true))
 		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
@@ -1077,7 +1088,7 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	uint64_t probes = 1, *v;
 
 	if (waker < 0 || !r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
-	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker))
+	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker, false))
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
 		probes++;
