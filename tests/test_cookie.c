@@ -540,7 +540,10 @@ START_TEST(t_refused_replaced)
 	ck_assert_int_eq(place_run_begin(e.p, 1, b), -EBUSY);
 	ck_assert_int_eq(place_run_refused(e.p, 1, b, 1u << 30), -EINVAL);
 	ck_assert_int_eq(place_run_refused(NULL, 1, b, 0), -EINVAL);
+	ck_assert_int_eq(place_run_refused(e.p, 1, NULL, 0), -EINVAL);
 	ck_assert_int_eq(place_run_refused(e.p, 99, b, 0), -ENODEV);
+	ck_assert_int_eq(place_worker_unregister(e.p, 7), 0);
+	ck_assert_int_eq(place_run_refused(e.p, 7, b, 0), -ENOENT);
 	ck_assert_int_eq(place_task_claimed(e.p, b), 1); /* the errors changed nothing */
 	cpu = place_run_refused(e.p, 1, b, 0);
 	ck_assert_msg(cpu >= 2, "%s: refused task re-placed on CPU %d", policy_name[_i], cpu);
