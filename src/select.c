@@ -535,7 +535,8 @@ PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
 	int cpu;
 
 	w->cpu = w->target;
-	if (!w->cookies || (!place_load_32(&w->p->cookie_mixed) && place__cookie_admits(w->p, w->target, w->cookie)))
+	if (!w->cookies || ((!place_load_32(&w->p->cookie_mixed) || map_of(w, w->target)->smt < 2) &&
+			    place__cookie_admits(w->p, w->target, w->cookie)))
 		return PLACE_STAT_hit_fallback;
 	probes = w->probes;
 	cpu = place__cookie_fallback(w->p, w->t, w->target, &probes);
@@ -897,6 +898,8 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 	r->queued_cpu = os;
 	r->claim_gen = gen;
 	r->owner = p->id;
+	if (place__feat(p, PLACE_FEAT_COOKIES)) /* what waits on its core, as wake_commit */
+		place__cookie_pend(p, prev, place_load_64(&r->cookie));
 	if (waker >= 0) {
 		uint64_t *v = p->slot[waker].v;
 
@@ -916,11 +919,8 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 
 /* Can a short path answer for t: its group accepted, its cookie admitted
  * on prev's core; when stacking, not once cookies mix on SMT cores
- * (stack_cpu balances them then). The short paths leave the core's pend
- * hint alone (a store there cost 12 instructions with COOKIES on, 2 with
- * it off, in registers): a claim they leave reads as "waiting work of
- * some cookie" to the other cookies' wakeups, which is what matters, and
- * the tenants figures are the same. */
+ * (stack_cpu balances them then). short_commit keeps the core's pend hint,
+ * as wake_commit does. */
 PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev, bool stacking)
 {
 	uint64_t cookie;
@@ -1096,6 +1096,8 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
 		record_wakee(p, waker, wr, t);
 	place__st_enqueue(&p->cpu[waker].state);
+	if (place__feat(p, PLACE_FEAT_COOKIES)) /* as wake_commit */
+		place__cookie_pend(p, waker, place_load_64(&r->cookie));
 	os = p->map[waker].os;
 	r->queued_cpu = os;
 	r->claim_gen = 0;
