@@ -154,8 +154,8 @@ _Static_assert(sizeof(struct place_cpu) == PLACE_CACHELINE, "per-CPU state is on
 struct place_core {
 	alignas(PLACE_CACHELINE) uint64_t occ[2]; /* [0] cookie, [1] count */
 	/* The cookie of the work last sent to the core's queues: a wakeup's
-	 * answer there (wake_commit: the whole path; the short paths leave it)
-	 * or a refused run_begin (its task waits there). Relaxed stores by any waker and the core's
+	 * answer there (wake_commit, short_commit, the hand-off short path) or
+	 * a refused run_begin (its task waits there). Relaxed stores by any waker and the core's
 	 * workers, relaxed reads by wakeups (place__cookie_admits): a hint,
 	 * stale or lost at worst, which costs a refusal, never a co-run. */
 	uint64_t pend;
