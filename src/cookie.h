@@ -109,14 +109,22 @@ static inline bool place__cookie_waiting(const struct place *p, int cpu)
  * without more; another cookie reads the one CPU's state (its sib_next
  * ring is itself).
  */
+/* Does what runs on cpu's core fit cookie: nothing, or that cookie (the
+ * hand-off's test: the waker's CPU is its own to hand). A hint, as below. */
+static inline bool place__cookie_runs_fit(const struct place *p, int cpu, uint64_t cookie)
+{
+	uint64_t occ[2];
+
+	place_load_64_2(place__occ(p, cpu), occ);
+	return !occ[PLACE_OCC_COUNT] || occ[PLACE_OCC_COOKIE] == cookie;
+}
+
 static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t cookie)
 {
 	const struct place_core *core = &p->core[p->map[cpu].core];
-	uint64_t occ[2];
 	int sib = cpu;
 
-	place_load_64_2(core->occ, occ);
-	if (occ[PLACE_OCC_COUNT] && occ[PLACE_OCC_COOKIE] != cookie)
+	if (!place__cookie_runs_fit(p, cpu, cookie))
 		return false;
 	if (place_load_64(&core->pend) == cookie)
 		return true;

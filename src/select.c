@@ -786,7 +786,7 @@ PLACE_NOINLINE bool handoff(struct wake *w)
 
 	if (!place__allowed(p, w->t, waker) || !place__st_usable(probe(w, waker)))
 		return false;
-	if (w->cookies && !place__cookie_admits(p, waker, w->cookie)) {
+	if (w->cookies && !place__cookie_runs_fit(p, waker, w->cookie)) {
 		uint64_t occ[2];
 
 		place_load_64_2(place__occ(p, waker), occ);
