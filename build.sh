@@ -86,9 +86,10 @@ demo() {
 	./place-sim --topology "$ZEN3" --workload hackbench --load 2,8,32 --loops 20 --runs 3 \
 		--policies "$sim_policies" --format summary --summary --quiet | tail -n +2
 	echo
-	echo "== place-sim: 4 tenants (core-scheduling cookies) on an SMT4 model, COOKIES on vs off"
-	echo "   sis_core/no-cookies is sis_core with PLACE_FEAT_COOKIES off: faster, because it lets"
-	echo "   two tenants share a core (viol > 0), which core scheduling exists to forbid."
+	echo "== place-sim: 4 tenants (core-scheduling cookies) on an SMT4 model, cookies on vs off"
+	echo "   Row 'sis_core': cookies ON, no two tenants ever share a core at once (viol 0)."
+	echo "   Row 'sis_core/no-cookies': cookies OFF, tenants share cores (viol > 0): faster, and"
+	echo "   what core scheduling exists to forbid. The summary says what isolation costs."
 	./place-sim --topology 'synthetic:pack:1 l3:2 core:8 pu:4' --workload tenants --load 8,32 \
 		--policies sis_core,sis_core/no-cookies --summary --quiet
 	echo

@@ -376,6 +376,19 @@ static double miss_pct(const struct sim_result *r)
 	return r->run_starts ? 100.0 * (double)r->idle_core_misses / (double)r->run_starts : 0.0;
 }
 
+/* COOKIES on (on) against off (off), in words: forced idle, the longest
+ * wait, co-runs. */
+static void cookie_words(const struct sim_result *on, const struct sim_result *off)
+{
+	double forced = on->makespan_ns ? 100.0 * (double)on->forced_ns /
+						  ((double)on->makespan_ns * (double)on->nr_cpus)
+					: 0.0;
+
+	printf("; cookies on: %.2f%% CPU time forced idle, longest wait %.3f ms, %" PRIu64
+	       " co-runs; off: longest wait %.3f ms, %" PRIu64 " co-runs",
+	       forced, (double)on->lat_max / 1e6, on->violations, (double)off->lat_max / 1e6, off->violations);
+}
+
 /* Each policy named BASE/no-cookies or BASE/no-numa beside its BASE: what
  * the feature costs or gains in throughput. */
 static void feature_lines(const struct sim_result *r, int n)
@@ -394,7 +407,11 @@ static void feature_lines(const struct sim_result *r, int n)
 			snprintf(base, sizeof(base), "%.*s", (int)(len - sl), r[i].policy);
 			g = gain(r, n, base, r[i].policy, &ok);
 			if (ok)
-				printf("    %s: %s on vs off %+.1f%% throughput\n", base, suffix[k] + 4, g);
+				printf("    %s: %s on vs off %+.1f%% throughput", base, suffix[k] + 4, g);
+			if (ok && k == 0) /* what isolation costs besides, and what it prevents */
+				cookie_words(find(r, n, base), &r[i]);
+			if (ok)
+				printf("\n");
 		}
 	}
 }

@@ -25,8 +25,9 @@
  *   parking worker (seq_cst, against lifo_pop's clear: see park()).
  * - worker counters: written by their worker only (relaxed), read by anyone.
  * - worker.deferred: tasks whose place_run_begin a cookie refused (-EBUSY:
- *   an SMT sibling runs another cookie), owner only, never stolen; they stay
- *   QUEUED. worker.retry: set (seq_cst) by the sibling's worker whose
+ *   an SMT sibling runs another cookie) and that place_run_refused() left
+ *   here (nothing fits better; else they go to the worker it names, as a
+ *   wakeup does), owner only, never stolen; they stay QUEUED. worker.retry: set (seq_cst) by the sibling's worker whose
  *   place_run_end_retry() named this CPU, then wake_worker(); the owner
  *   exchanges it to 0 and retries each deferred task once (as after each of
  *   its own runs: the run_end that empties the core never names its own CPU).
@@ -545,10 +546,18 @@ static void run(struct worker *w, pool_task *t, bool stolen)
 	struct pool *p = w->p;
 	int ret;
 
-	/* A cookie refused t here (an SMT sibling runs another one): it waits,
-	 * still QUEUED, until a sibling's run_end names this CPU (end_run). */
+	/* A cookie refused t here (an SMT sibling runs another one, or the core
+	 * drains for a cookie that waited): libplace places it again; when
+	 * nothing fits better it waits here, still QUEUED, until a sibling's
+	 * run_end names this CPU (end_run). */
 	if (placed(p) && place_run_begin(p->place, w->cpu, &t->place) == -EBUSY) {
-		deferred_push(w, t);
+		int cpu = place_run_refused(p->place, w->cpu, &t->place, 0);
+		int idx = cpu >= 0 && cpu != w->cpu && cpu < p->cpu_limit ? p->worker_of[cpu] : -1;
+
+		if (idx >= 0)
+			push(p, &p->w[idx], t);
+		else
+			deferred_push(w, t);
 		return;
 	}
 	__atomic_store_n(&t->state, T_RUNNING, __ATOMIC_SEQ_CST);

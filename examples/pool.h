@@ -5,8 +5,9 @@
  * workers can steal), parking on a futex, idle and run edges reported to
  * libplace, stealing when idle in place_steal_order() (nearest first), a
  * runnext slot for sync wakeups to the waker's own worker, core-scheduling
- * cookies honoured (a task refused by place_run_begin waits on its worker
- * until place_run_end_retry names that CPU), and a clean shutdown.
+ * cookies honoured (a task refused by place_run_begin goes where
+ * place_run_refused says, or waits on its worker until place_run_end_retry
+ * names that CPU), and a clean shutdown.
  *
  * Tasks are actors: a task is woken (pool_wake) when it has something to
  * do; the pool runs its function on one worker; the function returns

@@ -242,6 +242,9 @@ enum place_policy {
  * core-scheduling threads report -20% to +90% depending on the workload). Turn it off when all
  * tasks trust each other. */
 #define PLACE_FEAT_COOKIES      (1u << 5)
+/* COOKIES: how long a cookie may keep a core while another waits for it
+ * (see place_run_begin). */
+#define PLACE_COOKIE_TURN_NS    1000000u
 /* NUMA groups (after Srikar Dronamraju's "Improve numa scheduling by
  * consolidating tasks", RFC, 2013): a cross-node wakeup of a task with a group
  * (place_task_init, place_task_set_group) prefers the node where its group
@@ -709,7 +712,19 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu);
  * the last task of the other cookie on that core names cpu (and every
  * sibling refused since): its runtime then unparks that worker, whose
  * place_run_begin may now succeed. A worker parked after -EBUSY needs no
- * other event.
+ * other event. Better still, the refused task need not wait there: ask
+ * place_run_refused() where it goes instead.
+ *
+ * Fairness between cookies: a cookie keeps a core at most
+ * PLACE_COOKIE_TURN_NS (1 ms) after a sibling was first refused while that
+ * sibling still waits. Then the next place_run_begin of the running cookie
+ * on that core is refused too (-EBUSY, counted in cookie_turns), and every
+ * later one, until the core's last task ends: the core drains and its
+ * place_run_end_retry() names the waiting siblings, whose cookie then gets
+ * the core. The drained CPUs are forced idle meanwhile (forced_idle_ns).
+ * So a refused task waits at most about PLACE_COOKIE_TURN_NS plus the
+ * longest run of the tasks running there, if the runtime retries the named
+ * CPUs before the CPU that emptied the core picks its next task.
  *
  * A record that holds a claim, queue slot or NUMA move of another
  * instance (see place_task_init) is refused with -EXDEV, nothing changed. */
@@ -793,6 +808,22 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
  * cpu is forced idle), and cpu is between tasks: its worker runs another
  * task or parks with place_idle_enter. Only the worker of cpu. */
 PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned how, place_task *next);
+
+/* place_run_begin(p, cpu, t) was refused (-EBUSY, COOKIES: a sibling of
+ * cpu runs another cookie, or the core drains for a cookie that waited):
+ * where t should wait instead of behind that cookie. t is placed again as
+ * place_wakeup(p, t, PLACE_CPU_NONE, flags) places it (from its previous
+ * CPU, giving up its claim or queue slot on cpu first), so the answer is a
+ * CPU whose core runs and queues nothing of another cookie when one fits
+ * (an idle one claimed for t, unless PLACE_WAKE_NOCLAIM), else the least
+ * loaded fitting CPU of the LLC. The runtime moves t there and wakes that
+ * worker; an answer on cpu itself means nothing fits better: t waits there
+ * (queued again) until a place_run_end_retry() names cpu. Counted as a
+ * wakeup (hit_* of its answer). -EINVAL p or t NULL, t not initialised or
+ * flags other than PLACE_WAKE_NOCLAIM; -ENODEV cpu not usable, -ENOENT no
+ * worker on cpu; place_wakeup's errors (an error keeps t's slot on cpu).
+ * Only the worker of cpu, between tasks. */
+PLACE_EXTERN int place_run_refused(place *p, int cpu, place_task *t, unsigned flags);
 
 /* A wakeup that claimed cpu could not be delivered: release the claim held
  * on cpu (whichever task holds it; that task's later run_begin then ends
@@ -900,7 +931,9 @@ typedef struct place_stats {
 	                           * beyond it (claimed unless NOCLAIM) */
 	uint64_t hit_cluster;     /* CLUSTER: idle-core or idle-CPU scan hits in the target's
 	                           * cluster (also counted in their own level) */
-	uint64_t reserved[1];
+	uint64_t cookie_turns;    /* COOKIES: run_begins refused because another cookie had waited
+	                           * PLACE_COOKIE_TURN_NS for the core (its turn: the core
+	                           * drains; also counted in cookie_refusals) */
 } place_stats;
 
 /* Read the counters of LLC domain llc (its dense id), or of the whole instance

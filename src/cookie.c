@@ -15,14 +15,19 @@
 #include "internal.h"
 
 /*
- * run_begin on cpu was refused (place__cookie_enter said -EBUSY): count it,
- * and start cpu's forced-idle period unless one is running (a worker that
- * retries keeps the first stamp). Its worker leaves the CPU idle and
- * requeues the task; nothing else changed. Returns -EBUSY. Worker only.
+ * run_begin on cpu was refused (place__cookie_enter said -EBUSY) for a task
+ * with cookie: count it, start cpu's forced-idle period unless one is
+ * running (a worker that retries keeps the first stamp), and mark the core:
+ * cookie waits there (its pend hint: wakeups stop sending the running
+ * cookie, so the core drains) since now unless an earlier refusal waits
+ * (turn_since: the waiting cookie's turn). Its worker leaves the CPU idle
+ * and requeues or re-places the task (place_run_refused); nothing else
+ * changed. Returns -EBUSY. Worker only.
  */
-int place__cookie_refused(struct place *p, int cpu)
+int place__cookie_refused(struct place *p, int cpu, uint64_t cookie)
 {
 	struct place_stat_slot *s = &p->slot[cpu];
+	struct place_core *core = &p->core[p->map[cpu].core];
 
 	place_count_64(&s->v[PLACE_STAT_cookie_refusals], 1);
 	if (!s->forced_since) {
@@ -30,7 +35,21 @@ int place__cookie_refused(struct place *p, int cpu)
 
 		s->forced_since = now ? now : 1; /* 0 means "not forced idle" */
 	}
+	if (!place_load_64(&core->turn_since)) /* cpu waits since its period began */
+		place_store_64(&core->turn_since, s->forced_since);
+	place__cookie_pend(p, cpu, cookie);
+	place__cookie_mix(p);
 	return -EBUSY;
+}
+
+/* Is the turn of a cookie waiting for cpu's core due (a refusal there
+ * PLACE_COOKIE_TURN_NS ago or more, see turn_since; place.h)? Read by an enter of
+ * the running cookie that found forced bits set. Worker of cpu. */
+bool place__cookie_turn_due(const struct place *p, int cpu)
+{
+	uint64_t since = place_load_64(&p->core[p->map[cpu].core].turn_since), now;
+
+	return since && (now = place__now(p)) > since && now - since >= PLACE_COOKIE_TURN_NS;
 }
 
 /* Is cpu's forced-idle bit still set: a task of another cookie still runs
@@ -110,11 +129,15 @@ static uint32_t load_of(const struct place *p, int cpu, uint64_t state)
 }
 
 /*
- * A wakeup found no compatible idle CPU and target's core runs another
- * cookie: the least loaded registered, allowed CPU of target's LLC whose
- * core fits t's cookie, the first after target on a tie; target itself when
- * none does. A slow path (nothing idle): it reads every state of the LLC
- * once; *probes counts them. Any thread (hints only).
+ * A wakeup found no compatible idle CPU: the least loaded registered,
+ * allowed CPU of target's LLC whose core fits t's cookie (running and
+ * waiting work, place__cookie_admits), target itself on a tie or when none
+ * fits. Not only when target's core refuses t: stacking on a fitting
+ * target while a sibling core of the LLC fits with less load would keep
+ * the first placements' imbalance for good (a cookie can use only the
+ * cores it holds, so queues do not even out by themselves). A slow path
+ * (nothing idle): it reads every state of the LLC once; *probes counts
+ * them. Any thread (hints only).
  */
 int place__cookie_fallback(struct place *p, const place_task *t, int target, uint64_t *probes)
 {
@@ -124,11 +147,11 @@ int place__cookie_fallback(struct place *p, const place_task *t, int target, uin
 	uint32_t best_load = UINT32_MAX;
 	int best = target;
 
-	for (int i = 1; i <= llc->weight; i++) {
+	for (int i = 0; i < llc->weight; i++) {
 		int cpu = place__llc_cpu(p, tm->llc, (tm->pos + i) % llc->weight);
 		uint64_t s;
 
-		if (!place__allowed(p, t, cpu) || !place__cookie_fits(p, cpu, cookie))
+		if (!place__allowed(p, t, cpu) || !place__cookie_admits(p, cpu, cookie))
 			continue;
 		++*probes;
 		s = place_load_64(&p->cpu[cpu].state);
@@ -150,4 +173,19 @@ PLACE_EXTERN int place_task_set_cookie(place_task *t, uint64_t cookie)
 	 * hint by wakeups; a call racing them gives the old or the new value. */
 	place_store_64(&r->cookie, cookie);
 	return 0;
+}
+
+/* A refused task is placed again as a wakeup without a waker places it: the
+ * cookie-aware steps (place__cookie_admits) keep it off cores that run or
+ * queue another cookie, and the wakeup gives up its slot on cpu first. */
+PLACE_EXTERN int place_run_refused(place *p, int cpu, place_task *t, unsigned flags)
+{
+	int d;
+
+	if (!p || !place__task_rec(t) || (flags & ~PLACE_WAKE_NOCLAIM))
+		return -EINVAL;
+	d = place__worker_cpu(p, cpu);
+	if (d < 0)
+		return d;
+	return place_wakeup(p, t, PLACE_CPU_NONE, flags);
 }

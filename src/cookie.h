@@ -27,6 +27,14 @@
 
 #include "internal.h"
 
+/* cookie.c */
+bool place__cookie_turn_due(const struct place *p, int cpu);
+int place__cookie_refused(struct place *p, int cpu, uint64_t cookie);
+int place__cookie_retry(const struct place *p, int cpu, uint32_t forced, int *retry, int max);
+int place__cookie_idle(struct place *p, int cpu); /* returns 0 */
+void place__cookie_unregister(struct place *p, int cpu);
+int place__cookie_fallback(struct place *p, const place_task *t, int target, uint64_t *probes);
+
 #define PLACE_OCC_COOKIE 0
 #define PLACE_OCC_COUNT 1
 
@@ -41,7 +49,18 @@
  * stays "the word's half is 0" for the wakeup hints.
  */
 #define PLACE_OCC_FORCED_SHIFT 32
-#define PLACE_OCC_COUNT_MASK UINT64_C(0xffffffff)
+#define PLACE_OCC_COUNT_MASK UINT64_C(0x7fffffff)
+
+/*
+ * Bit 31 of the count half: the core drains. A waiting cookie's turn came
+ * (a sibling was refused PLACE_COOKIE_TURN_NS ago and still waits): set by
+ * the enter of the running cookie that found it so, which is refused like
+ * any enter while it is set; the run_end that empties the core clears it
+ * with the rest, and names the refused siblings. Only while tasks run, as
+ * the forced bits.
+ */
+#define PLACE_OCC_DRAIN (UINT64_C(1) << 31)
+
 
 static inline uint64_t place__occ_count(uint64_t half)
 {
@@ -68,21 +87,72 @@ static inline uint64_t *place__occ(const struct place *p, int cpu)
 	return p->core[p->map[cpu].core].occ;
 }
 
+/* Is work waiting on dense cpu: a claim or a queued task. */
+static inline bool place__cookie_waiting(const struct place *p, int cpu)
+{
+	return place_load_64(&p->cpu[cpu].state) & (PLACE_ST_CLAIMED | PLACE_ST_QUEUED_MASK);
+}
+
 /*
- * Wakeup hint, COOKIES on: may a task with this cookie start on cpu's core
- * now? Yes when nothing runs there or its running tasks carry the same
- * cookie. Relaxed and possibly torn (production reads the halves apart): a
- * wrong answer costs one refusal at run_begin or one skipped candidate,
- * never a co-run, because run_begin decides exactly. A core of one CPU never
- * counts anything (every update tests place__cookie_on), so its {0, 0}
- * admits every cookie without a test of its own.
+ * Wakeup hint, COOKIES on: may a task with this cookie go to cpu's core
+ * now? Yes when what runs there and what waits there fit: nothing runs or
+ * its running tasks carry the same cookie, and nothing waits on the core's
+ * CPUs (claims, queued tasks, a refused task) or the work last sent there
+ * carried the same cookie (the core's pend hint). So a wakeup never hands a
+ * core a cookie that the work already queued there will keep out, and a
+ * core where a refused cookie waits receives no more of the running one
+ * (it drains). A whole idle core always fits. Relaxed and possibly torn
+ * (production reads the halves apart): a wrong answer costs one refusal at
+ * run_begin or one skipped candidate, never a co-run, because run_begin
+ * decides exactly. A core of one CPU never counts anything (every update
+ * tests place__cookie_on): its {0, 0} and its pend of 0 admit cookie 0
+ * without more; another cookie reads the one CPU's state (its sib_next
+ * ring is itself).
  */
-static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t cookie)
+/* Does what runs on cpu's core fit cookie: nothing, or that cookie (the
+ * hand-off's test: the waker's CPU is its own to hand). A hint, as below. */
+static inline bool place__cookie_runs_fit(const struct place *p, int cpu, uint64_t cookie)
 {
 	uint64_t occ[2];
 
 	place_load_64_2(place__occ(p, cpu), occ);
 	return !occ[PLACE_OCC_COUNT] || occ[PLACE_OCC_COOKIE] == cookie;
+}
+
+static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t cookie)
+{
+	const struct place_core *core = &p->core[p->map[cpu].core];
+	int sib = cpu;
+
+	if (!place__cookie_runs_fit(p, cpu, cookie))
+		return false;
+	if (place_load_64(&core->pend) == cookie)
+		return true;
+	do
+		if (place__cookie_waiting(p, sib))
+			return false;
+	while ((sib = p->sib_next[sib]) != cpu);
+	return true;
+}
+
+/* More than one cookie shares the instance's cores (see cookie_mixed). */
+static inline void place__cookie_mix(struct place *p)
+{
+	if (!place_load_32(&p->cookie_mixed))
+		place_store_32(&p->cookie_mixed, 1);
+}
+
+/* A wakeup sends work with cookie to cpu (COOKIES on): the core's pend
+ * hint (a load first: the line stays shared while it holds the cookie). */
+static inline void place__cookie_pend(struct place *p, int cpu, uint64_t cookie)
+{
+	uint64_t *pend = &p->core[p->map[cpu].core].pend, old;
+
+	if (p->map[cpu].smt < 2 || (old = place_load_64(pend)) == cookie)
+		return;
+	place_store_64(pend, cookie);
+	if (old)
+		place__cookie_mix(p); /* one cookie followed another there */
 }
 
 /* The same whether COOKIES is on or not. */
@@ -93,10 +163,13 @@ static inline bool place__cookie_fits(const struct place *p, int cpu, uint64_t c
 
 /*
  * run_begin's check: count one more task with cookie on cpu's core, or
- * return -EBUSY when other tasks of another cookie run there, having
- * changed only cpu's forced-idle bit (set: the run_end that empties the
- * core names cpu). A refusal is decided only on a value a CAS confirmed
- * (the CAS that sets the bit): a torn relaxed read must not refuse a task
+ * return -EBUSY when other tasks of another cookie run there, or the core
+ * drains (PLACE_OCC_DRAIN: this enter sets it when a sibling refused
+ * PLACE_COOKIE_TURN_NS ago still waits, place__cookie_turn_due(), read
+ * only when forced bits are set), having changed only cpu's forced-idle
+ * bit (set: the run_end that empties the core names cpu) and the drain
+ * bit. A refusal is decided only on a value a CAS confirmed
+ * (the CAS that sets the bits): a torn relaxed read must not refuse a task
  * that fits. A start leaves the bits alone (the common path computes none):
  * a CPU refused, then started on a fitting task, is named all the same, a
  * hint the runtime may find nothing to retry on. The count half is 0 exactly
@@ -113,12 +186,20 @@ static inline int place__cookie_enter(struct place *p, int cpu, uint64_t cookie)
 
 	place_load_64_2(occ, old);
 	for (;;) {
-		if (old[PLACE_OCC_COUNT] && old[PLACE_OCC_COOKIE] != cookie) {
+		uint64_t n = old[PLACE_OCC_COUNT], drain = 0;
+		bool other = n && old[PLACE_OCC_COOKIE] != cookie;
+
+		/* our cookie runs, a sibling waits (forced bits), its turn came */
+		if (!other && n >> PLACE_OCC_FORCED_SHIFT && !(n & PLACE_OCC_DRAIN) && place__cookie_turn_due(p, cpu))
+			drain = PLACE_OCC_DRAIN;
+		if (other || drain || (n & PLACE_OCC_DRAIN)) {
 			want[PLACE_OCC_COOKIE] = old[PLACE_OCC_COOKIE];
-			want[PLACE_OCC_COUNT] = old[PLACE_OCC_COUNT] | place__occ_forced_bit(p, cpu);
-			if (place_cas_64_2(occ, old, want))
-				return -EBUSY; /* exact: the core runs another cookie */
-			continue; /* old now holds the exact value: decide again */
+			want[PLACE_OCC_COUNT] = n | place__occ_forced_bit(p, cpu) | drain;
+			if (!place_cas_64_2(occ, old, want))
+				continue; /* old now holds the exact value: decide again */
+			if (drain)
+				place_count_64(&p->slot[cpu].v[PLACE_STAT_cookie_turns], 1);
+			return -EBUSY; /* exact: another cookie runs, or the core drains */
 		}
 		want[PLACE_OCC_COOKIE] = cookie;
 		want[PLACE_OCC_COUNT] = old[PLACE_OCC_COUNT] + 1;
@@ -150,7 +231,10 @@ static inline uint32_t place__cookie_leave(struct place *p, int cpu, uint64_t co
 		want[PLACE_OCC_COUNT] = n > 1 ? old[PLACE_OCC_COUNT] - 1 : 0;
 		want[PLACE_OCC_COOKIE] = n > 1 ? cookie : 0;
 	} while (!place_cas_64_2(occ, old, want));
-	return want[PLACE_OCC_COUNT] ? 0 : (uint32_t)(old[PLACE_OCC_COUNT] >> PLACE_OCC_FORCED_SHIFT);
+	if (want[PLACE_OCC_COUNT] || !(old[PLACE_OCC_COUNT] >> PLACE_OCC_FORCED_SHIFT))
+		return 0;
+	place_store_64(&p->core[p->map[cpu].core].turn_since, 0); /* the waiters' turn starts */
+	return (uint32_t)(old[PLACE_OCC_COUNT] >> PLACE_OCC_FORCED_SHIFT);
 }
 
 /* The CPU's forced-idle period (started by a refusal) ends: it starts a
@@ -165,11 +249,5 @@ static inline void place__cookie_forced_end(struct place *p, int cpu, uint64_t n
 	s->forced_since = 0;
 }
 
-/* cookie.c */
-int place__cookie_refused(struct place *p, int cpu);
-int place__cookie_retry(const struct place *p, int cpu, uint32_t forced, int *retry, int max);
-int place__cookie_idle(struct place *p, int cpu); /* returns 0 */
-void place__cookie_unregister(struct place *p, int cpu);
-int place__cookie_fallback(struct place *p, const place_task *t, int target, uint64_t *probes);
 
 #endif /* PLACE_COOKIE_H */

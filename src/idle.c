@@ -393,7 +393,7 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	/* COOKIES: the core admits t's cookie before anything changes, so
 	 * that a refusal changes nothing. */
 	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
-		return place__why(place__cookie_refused(p, d), PLACE_WHY_COOKIE, cpu, 0);
+		return place__why(place__cookie_refused(p, d, cookie), PLACE_WHY_COOKIE, cpu, 0);
 	begin_commit(p, d, cpu, t, r, group, cookie, false);
 	return 0;
 }
@@ -557,7 +557,7 @@ PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned 
 	if (!keep && place__cookie_enter(p, d, cookie)) {
 		place__numa_end(p, d);
 		cpu_stop(p, d);
-		return place__why(place__cookie_refused(p, d), PLACE_WHY_COOKIE, cpu, 0);
+		return place__why(place__cookie_refused(p, d, cookie), PLACE_WHY_COOKIE, cpu, 0);
 	}
 	begin_commit(p, d, cpu, next, r, group, cookie, stamped);
 	return 0;

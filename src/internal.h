@@ -157,6 +157,19 @@ _Static_assert(sizeof(struct place_cpu) == PLACE_CACHELINE, "per-CPU state is on
  */
 struct place_core {
 	alignas(PLACE_CACHELINE) uint64_t occ[2]; /* [0] cookie, [1] count */
+	/* The cookie of the work last sent to the core's queues: a wakeup's
+	 * answer there (wake_commit, short_commit, the hand-off short path) or
+	 * a refused run_begin (its task waits there). Relaxed stores by any waker and the core's
+	 * workers, relaxed reads by wakeups (place__cookie_admits): a hint,
+	 * stale or lost at worst, which costs a refusal, never a co-run. */
+	uint64_t pend;
+	/* When the first run_begin refused since the core last emptied was
+	 * refused (0 = none waits): the waiting cookie's turn is due
+	 * PLACE_COOKIE_TURN_NS later. Set by a refused worker when 0 (relaxed
+	 * load then store: two refusals racing keep either stamp), cleared by
+	 * the leave that empties a core a refusal marked. A hint for
+	 * fairness; isolation never reads it. */
+	uint64_t turn_since;
 };
 _Static_assert(sizeof(struct place_core) == PLACE_CACHELINE, "a core's occupancy is one cache line");
 
@@ -252,7 +265,7 @@ struct place_seat {
 	X(lost_claims) X(hit_prev_smt) X(claims) X(claims_stolen) X(claims_released)               \
 	X(fail_prone_marks) X(idle_enters) X(cookie_refusals) X(forced_idle_ns) X(cookie_fallbacks) \
 	X(numa_moves) X(numa_kept) X(numa_cooldown_skips) X(numa_cap_skips) X(hit_widened)          \
-	X(hit_cluster)
+	X(hit_cluster) X(cookie_turns)
 
 enum place_stat_id {
 #define PLACE_STAT_ENUM(name) PLACE_STAT_##name,
@@ -391,6 +404,13 @@ struct place {
 	 * overloaded short path read it. Read-only after create: one test
 	 * instead of two on the hot path. */
 	bool scan_bounded;
+	/* COOKIES: 1 once more than one cookie was seen queued on one core (a
+	 * core's pend hint changed from one cookie to another, or a refusal):
+	 * from then on a wakeup that finds nothing idle balances the cookie's
+	 * cores (stack_cpu) instead of stacking on its target. Sticky: set
+	 * once by any thread (relaxed load, then store), read relaxed by
+	 * wakeups; a stale 0 costs one wakeup stacked the old way. */
+	uint32_t cookie_mixed;
 	place_clock_fn clock;
 	void *clock_arg;
 	uint64_t short_task_ns;

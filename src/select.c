@@ -525,22 +525,26 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 /* select_idle_sibling()'s answer when it hands the scan on (not a level). */
 enum { SCAN_CORES = -1, SCAN_CPUS = -2 };
 
-/* Nothing idle fits: stack on the target, unless (COOKIES) its core runs
- * another cookie; then on a fitting CPU of its LLC (cookie.c), counted. That
- * CPU may be idle (the scan was bounded, or the core granule hid it): then
- * it is taken, claimed, like any idle CPU. Sets w->cpu, returns the level. */
+/* Nothing idle fits: stack on the target; with COOKIES on, once cookies
+ * mix on cores (cookie_mixed) or when the target's core does not fit, the
+ * least loaded CPU of its LLC whose core fits (cookie.c; the target on a
+ * tie), counted in cookie_fallbacks when that is not a fitting target. That CPU may be
+ * idle (the scan was bounded, or the core granule hid it): then it is
+ * taken, claimed, like any idle CPU. Sets w->cpu, returns the level. */
 PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
 {
 	uint64_t probes;
 	int cpu;
 
 	w->cpu = w->target;
-	if (!w->cookies || place__cookie_admits(w->p, w->target, w->cookie))
+	if (!w->cookies || ((!place_load_32(&w->p->cookie_mixed) || map_of(w, w->target)->smt < 2) &&
+			    place__cookie_admits(w->p, w->target, w->cookie)))
 		return PLACE_STAT_hit_fallback;
 	probes = w->probes;
 	cpu = place__cookie_fallback(w->p, w->t, w->target, &probes);
 	w->probes = probes;
-	place__count(w->p, w->counter, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);
+	if (cpu != w->target || !place__cookie_admits(w->p, cpu, w->cookie))
+		place__count(w->p, w->counter, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);
 	if (cpu != w->target && take(w, cpu))
 		return PLACE_STAT_hit_idle_cpu;
 	w->cpu = cpu;
@@ -703,6 +707,8 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 	int llc = m->llc;
 
 	if (!(w->flags & PLACE_WAKE_NOCLAIM)) {
+		if (w->cookies)
+			place__cookie_pend(p, w->cpu, w->cookie); /* what waits on its core */
 		if (!w->gen)
 			place__st_enqueue(&p->cpu[w->cpu].state);
 		w->r->queued_cpu = m->os;
@@ -789,7 +795,7 @@ PLACE_NOINLINE bool handoff(struct wake *w)
 
 	if (!place__allowed(p, w->t, waker) || !place__st_usable(probe(w, waker)))
 		return false;
-	if (w->cookies && !place__cookie_admits(p, waker, w->cookie)) {
+	if (w->cookies && !place__cookie_runs_fit(p, waker, w->cookie)) {
 		uint64_t occ[2];
 
 		place_load_64_2(place__occ(p, waker), occ);
@@ -909,6 +915,8 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 	r->queued_cpu = os;
 	r->claim_gen = gen;
 	r->owner = p->id;
+	if (place__feat(p, PLACE_FEAT_COOKIES)) /* what waits on its core, as wake_commit */
+		place__cookie_pend(p, prev, place_load_64(&r->cookie));
 	v = place__stat_slot(p, waker, m->llc);
 	if (waker >= 0) {
 		place_count_64(&v[level], 1);
@@ -924,11 +932,22 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 }
 
 /* Can a short path answer for t: its group accepted, its cookie admitted
- * on prev's core. */
-PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev)
+ * on prev's core; when stacking, not once cookies mix on SMT cores
+ * (stack_cpu balances them then). short_commit keeps the core's pend hint,
+ * as wake_commit does. */
+PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev, bool stacking)
 {
-	return !place__numa_check(p, place_load_32(&r->group)) &&
-	       place__cookie_fits(p, prev, place_load_64(&r->cookie));
+	uint64_t cookie;
+
+	if (place__numa_check(p, place_load_32(&r->group)))
+		return false;
+	if (!place__feat(p, PLACE_FEAT_COOKIES))
+		return true;
+	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
+	if (stacking && place_load_32(&p->cookie_mixed) && p->map[prev].smt > 1)
+		return false;
+	cookie = place_load_64(&r->cookie);
+	return place__cookie_admits(p, prev, cookie);
 }
 
 /* PREV_IDLE: claim prev, as select_idle_sibling()'s first step would,
@@ -942,7 +961,7 @@ PLACE_INLINE int prev_idle_unlock(place *p, place_task *t, int waker_cpu, int wa
 	struct place_task_rec *r = place__rec(t);
 	uint32_t gen;
 
-	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev))
+	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev, false))
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!place__st_claim(&p->cpu[prev].state, state, &gen)) {
 		place__count(p, waker, p->map[prev].llc, PLACE_STAT_lost_claims, 1);
@@ -1017,7 +1036,7 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	int recent;
 
 	if (!p->scan_bounded || (scan & PLACE_SCAN_NR) || (llc->smt && place_load_32(&llc->has_idle_cores)) ||
-	    !short_fits(p, r, prev))
+	    !short_fits(p, r, prev, true))
 		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
@@ -1082,7 +1101,7 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	uint64_t probes = 1, *v;
 
 	if (waker < 0 || !r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
-	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker) ||
+	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker, false) ||
 	    place__task_running(p, t) >= 0)
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
@@ -1091,6 +1110,8 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
 		record_wakee(p, waker, wr, t);
 	place__st_enqueue(&p->cpu[waker].state);
+	if (place__feat(p, PLACE_FEAT_COOKIES)) /* as wake_commit */
+		place__cookie_pend(p, waker, place_load_64(&r->cookie));
 	os = p->map[waker].os;
 	r->queued_cpu = os;
 	r->claim_gen = 0;

@@ -19,14 +19,15 @@
 #include "internal.h"
 
 /* place_stats and the slots share one list; the public struct keeps the
- * order of PLACE_STATS and reserves the rest. */
+ * order of PLACE_STATS (its last field, cookie_turns, was reserved[0]). */
 #define PLACE_STAT_OFFSET(name)                                                                    \
 	_Static_assert(offsetof(place_stats, name) == PLACE_STAT_##name * sizeof(uint64_t),        \
 		       "place_stats." #name " follows PLACE_STATS");
 PLACE_STATS(PLACE_STAT_OFFSET)
 #undef PLACE_STAT_OFFSET
-_Static_assert(PLACE_NR_STATS * sizeof(uint64_t) <= offsetof(place_stats, reserved),
+_Static_assert(PLACE_NR_STATS * sizeof(uint64_t) == sizeof(place_stats),
 	       "every statistic has a place_stats field");
+_Static_assert(sizeof(place_stats) == 28 * sizeof(uint64_t), "place_stats keeps its size (ABI)");
 
 static void add_slot(uint64_t *sum, const struct place_stat_slot *s)
 {

@@ -488,6 +488,118 @@ START_TEST(t_retry_smt4)
 }
 END_TEST
 
+/*
+ * Work waiting on a core counts (issue 15): A (cookie 5) is claimed on CPU 0
+ * and has not started, so nothing runs on core 0. A cookie-7 task whose
+ * prev is CPU 1, idle, goes to another core (whole idle cores exist): core
+ * 0 would refuse it once A starts. A cookie-5 task from prev 1 goes where
+ * it runs too (not beside cookie 7). Every policy.
+ */
+START_TEST(t_queued_work_counts)
+{
+	struct env e;
+	place_task *a;
+	int cpu, cpu5;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	a = task_c(&e, 0, 5, 0);
+	ck_assert_int_eq(env_wake(&e, a, PLACE_CPU_NONE, 0), 0);
+	ASSERT_OCC(&e, 0, 0, 0);
+	cpu = env_wake(&e, task_c(&e, 1, 7, 1), PLACE_CPU_NONE, 0);
+	ck_assert_msg(cpu >= 2, "%s: cookie 7 sent to CPU %d, beside a claimed cookie 5",
+		      policy_name[_i], cpu);
+	cpu5 = env_wake(&e, task_c(&e, 2, 5, 1), PLACE_CPU_NONE, 0);
+	ck_assert_int_ne(env_core_of(&e, cpu5), env_core_of(&e, cpu));
+	env_run(&e, 0, a);
+	env_run(&e, cpu5, &e.task[2]);
+	env_run(&e, cpu, &e.task[1]);
+	ck_assert_uint_eq(env_stats(&e).cookie_refusals, 0);
+	env_close(&e);
+}
+END_TEST
+
+/*
+ * place_run_refused: B (cookie 6) was claimed on CPU 1 as a cookie-5 task;
+ * A (5) runs on CPU 0, so B's run_begin there is refused. Asked where B
+ * should go, libplace gives up B's claim on CPU 1 (idle for wakeups again)
+ * and claims a CPU of another core for it, where B starts. Bad input
+ * changes nothing.
+ */
+START_TEST(t_refused_replaced)
+{
+	struct env e;
+	place_task *a, *b;
+	int cpu;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	a = task_c(&e, 0, 5, -1);
+	b = task_c(&e, 1, 5, 1);
+	env_run(&e, 0, a);
+	ck_assert_int_eq(env_wake(&e, b, PLACE_CPU_NONE, 0), 1);
+	ck_assert_int_eq(place_task_set_cookie(b, 6), 0);
+	ck_assert_int_eq(place_run_begin(e.p, 1, b), -EBUSY);
+	ck_assert_int_eq(place_run_refused(e.p, 1, b, 1u << 30), -EINVAL);
+	ck_assert_int_eq(place_run_refused(NULL, 1, b, 0), -EINVAL);
+	ck_assert_int_eq(place_run_refused(e.p, 1, NULL, 0), -EINVAL);
+	ck_assert_int_eq(place_run_refused(e.p, 99, b, 0), -ENODEV);
+	ck_assert_int_eq(place_worker_unregister(e.p, 7), 0);
+	ck_assert_int_eq(place_run_refused(e.p, 7, b, 0), -ENOENT);
+	ck_assert_int_eq(place_task_claimed(e.p, b), 1); /* the errors changed nothing */
+	cpu = place_run_refused(e.p, 1, b, 0);
+	ck_assert_msg(cpu >= 2, "%s: refused task re-placed on CPU %d", policy_name[_i], cpu);
+	ck_assert_int_eq(place_task_claimed(e.p, b), cpu);
+	ck_assert(env_available(&e, 1)); /* its claim there was given up */
+	env_run(&e, cpu, b);
+	ASSERT_OCC(&e, cpu, 6, 1);
+	env_close(&e);
+}
+END_TEST
+
+/*
+ * The core-wide turn (SMT4): A and A2 (cookie 5) run on CPUs 0 and 2; B
+ * (cookie 6) is refused on CPU 1. Within PLACE_COOKIE_TURN_NS cookie 5
+ * still starts beside A2 (CPU 3); after it, the next cookie-5 run_begin is
+ * refused (cookie_turns) and so is every one until the core is empty; the
+ * last run_end names CPU 1 (and the drained CPUs), and B starts.
+ */
+START_TEST(t_turn_drains_core)
+{
+	struct env e;
+	place_task *a, *a2, *a3, *b;
+	int retry[4] = { -1, -1, -1, -1 }, n;
+	place_stats st;
+
+	env_open(&e, TOPO_2C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	a = task_c(&e, 0, 5, -1);
+	a2 = task_c(&e, 1, 5, -1);
+	a3 = task_c(&e, 2, 5, -1);
+	b = task_c(&e, 3, 6, -1);
+	env_run(&e, 0, a);
+	env_run(&e, 2, a2);
+	ck_assert_int_eq(place_run_begin(e.p, 1, b), -EBUSY);
+	e.now += PLACE_COOKIE_TURN_NS / 2;
+	env_run(&e, 3, a3); /* not yet its turn */
+	ck_assert_int_eq(place_run_end(e.p, 3, a3, PLACE_RUN_SLEEP), 0);
+	e.now += PLACE_COOKIE_TURN_NS / 2;
+	ck_assert_int_eq(place_run_end(e.p, 0, a, PLACE_RUN_SLEEP), 0);
+	ck_assert_int_eq(place_run_begin(e.p, 0, a), -EBUSY); /* B's turn: the core drains */
+	ck_assert_int_eq(place_run_begin(e.p, 3, a3), -EBUSY);
+	st = env_stats(&e);
+	ck_assert_uint_eq(st.cookie_turns, 1);
+	ck_assert_uint_eq(st.cookie_refusals, 3);
+	ASSERT_OCC(&e, 2, 5, 1);
+	n = place_run_end_retry(e.p, 2, a2, PLACE_RUN_SLEEP, retry, 4);
+	ck_assert_int_eq(n, 3); /* 1, and the drained 0 and 3 */
+	ck_assert_int_eq(retry[0], 0);
+	ck_assert_int_eq(retry[1], 1);
+	ck_assert_int_eq(retry[2], 3);
+	env_run(&e, 1, b);
+	ASSERT_OCC(&e, 1, 6, 1);
+	ck_assert_int_eq(place_run_begin(e.p, 0, a), -EBUSY); /* now cookie 5 waits */
+	env_close(&e);
+}
+END_TEST
+
 /* place_task_set_cookie refuses NULL and uninitialised records; a refused
  * run_begin leaves the CPU able to take a fitting task at once. */
 START_TEST(t_bad_input)
@@ -531,6 +643,9 @@ static Suite *cookie_suite(void)
 	tcase_add_test(tc, t_park_and_unregister);
 	tcase_add_loop_test(tc, t_retry_names_sibling, 0, 3);
 	tcase_add_test(tc, t_retry_smt4);
+	tcase_add_loop_test(tc, t_queued_work_counts, 0, 3);
+	tcase_add_loop_test(tc, t_refused_replaced, 0, 3);
+	tcase_add_test(tc, t_turn_drains_core);
 	tcase_add_test(tc, t_bad_input);
 	suite_add_tcase(s, tc);
 	return s;

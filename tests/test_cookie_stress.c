@@ -16,6 +16,9 @@
  * runs, queues and wakeups, just not the one load inside run_begin (the
  * deterministic suite covers that it reads the cookie once).
  *
+ * A refused task goes back to its queue, or every other time where
+ * place_run_refused says (a wakeup racing everything else).
+ *
  * Passes when there are zero violations and many refusals (the mix must
  * actually contend), and when, at the end, each core's occupancy word
  * equals what the test knows runs there. A control run with COOKIES off
@@ -61,7 +64,7 @@ static struct {
 	pthread_mutex_t oracle_lock;
 	struct oracle_core oracle[NCPU];
 	atomic_int stop, failed;          /* failed: stress_fail, message in why */
-	atomic_long ops, runs, refusals, violations, sets;
+	atomic_long ops, runs, refusals, violations, sets, moved;
 	char why[200];
 } g;
 
@@ -105,8 +108,26 @@ static void wake(int i, int waker)
 	stress_queue_push(&g.q[cpu], i);
 }
 
+/* A cookie refused task i on cpu: place_run_refused says where it waits
+ * now (it gave up the slot on from, wherever the task was taken from). */
+static void replace(int cpu, int i)
+{
+	int to = place_run_refused(g.p, cpu, &g.task[i], 0);
+
+	atomic_fetch_add(&g.ops, 1);
+	if (to < 0 || to >= NCPU) {
+		error("place_run_refused", cpu, to);
+		stress_queue_push(&g.sleeping, i);
+		return;
+	}
+	if (to != cpu)
+		atomic_fetch_add(&g.moved, 1);
+	stress_queue_push(&g.q[to], i);
+}
+
 /* The worker of cpu tries task i, taken from queue from. Refused: it goes
- * back to that queue (it keeps its claim or slot there). */
+ * back to that queue (it keeps its claim or slot there), or every other
+ * time where place_run_refused says. */
 static void try_start(int cpu, int i, int from, bool *parked)
 {
 	int err;
@@ -118,8 +139,10 @@ static void try_start(int cpu, int i, int from, bool *parked)
 	pthread_mutex_unlock(&g.task_lock[i]);
 	atomic_fetch_add(&g.ops, 1);
 	if (err == -EBUSY) {
-		atomic_fetch_add(&g.refusals, 1);
-		stress_queue_push(&g.q[from], i);
+		if (atomic_fetch_add(&g.refusals, 1) % 2)
+			replace(cpu, i);
+		else
+			stress_queue_push(&g.q[from], i);
 		return;
 	}
 	if (err) {
@@ -311,10 +334,11 @@ static void run(const char *topo_src, unsigned features)
 	ck_assert_int_eq(place_stats_read(g.p, -1, &st), 0);
 	violations = atomic_load(&g.violations);
 	refusals = atomic_load(&g.refusals);
-	printf("%s, COOKIES %s: %ld operations, %ld runs, %ld cookie changes, %ld refusals, "
-	       "%ld violations; stats: refusals %lu, forced idle %.3f ms, fallbacks %lu of %lu wakeups\n",
+	printf("%s, COOKIES %s: %ld operations, %ld runs, %ld cookie changes, %ld refusals (%ld moved "
+	       "by place_run_refused), %ld violations; stats: refusals %lu, forced idle %.3f ms, fallbacks "
+	       "%lu of %lu wakeups\n",
 	       topo_src, features & PLACE_FEAT_COOKIES ? "on" : "off", atomic_load(&g.ops),
-	       atomic_load(&g.runs), atomic_load(&g.sets), refusals, violations,
+	       atomic_load(&g.runs), atomic_load(&g.sets), refusals, atomic_load(&g.moved), violations,
 	       (unsigned long)st.cookie_refusals, st.forced_idle_ns / 1e6,
 	       (unsigned long)st.cookie_fallbacks, (unsigned long)st.wakeups);
 	if (features & PLACE_FEAT_COOKIES) {

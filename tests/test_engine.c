@@ -1053,8 +1053,10 @@ START_TEST(t_short_paths_agree)
 		ck_assert_msg(ra == rb, "%s step %d: %d vs %d (general path)", what, step, ra, rb);
 		agree_check(&a, &b, what, step);
 	}
-	/* the steps met both short paths' conditions, where the instance has them */
-	ck_assert_msg(seen.prev_idle > 20 * steps / 2560 || !(feat & PLACE_FEAT_CLAIM), "%s: %d prev-idle wakeups",
+	/* the steps met both short paths' conditions, where the instance has them
+	 * (COOKIES: an idle prev beside waiting work of the other cookie does
+	 * not fit, issue 15: hybrid.xml meets 20 at 2560 steps) */
+	ck_assert_msg(seen.prev_idle > 15 * steps / 2560 || !(feat & PLACE_FEAT_CLAIM), "%s: %d prev-idle wakeups",
 		      what, seen.prev_idle);
 	ck_assert_msg(seen.overloaded > 20 * steps / 2560 || policy == PLACE_POLICY_EXACT,
 		      "%s: %d overloaded stacks", what, seen.overloaded);

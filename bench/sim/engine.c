@@ -300,18 +300,42 @@ static uint64_t wake_latency(const struct sim *s, int c)
 	return p->wake_ns;
 }
 
+static void deliver(struct sim *s, int c, struct sim_task *t);
+
+/* A cookie refused t (after prev in c's queue) on c: the policy places it
+ * again (place_run_refused); true when t moved to another CPU's queue. */
+static bool replace(struct sim *s, int c, int prev, struct sim_task *t)
+{
+	int dst = sim_pol_run_refused(&s->pol, c, t);
+
+	if (dst < 0 || dst >= s->m->nr_cpus) {
+		fail(s, dst < 0 ? dst : -ERANGE);
+		return false;
+	}
+	if (dst == c)
+		return false;
+	s->res.replaced++;
+	rq_unlink(s, c, prev, t);
+	deliver(s, dst, t);
+	return true;
+}
+
 /* The first task of c's queue that the policy admits, taken out of the
- * queue; NULL when every one was refused (they all stay queued, in order). */
+ * queue; NULL when every one was refused (each was placed again: those
+ * that nothing fits better stay queued, in order). */
 static struct sim_task *admit_next(struct sim *s, int c)
 {
-	int prev = -1;
+	int prev = -1, id = s->cpu[c].qhead;
 
-	for (int id = s->cpu[c].qhead; id >= 0; prev = id, id = s->task[id].next) {
+	while (id >= 0) {
 		struct sim_task *t = &s->task[id];
-		int err = sim_pol_run_begin(&s->pol, c, t);
+		int next = t->next, err = sim_pol_run_begin(&s->pol, c, t);
 
 		if (err == -EBUSY) {
 			s->res.refusals++;
+			if (!replace(s, c, prev, t))
+				prev = id;
+			id = next;
 			continue;
 		}
 		if (err < 0)
@@ -343,6 +367,11 @@ static void start_next(struct sim *s, int c)
 		return;
 	}
 	t = admit_next(s, c);
+	if (!t && !cpu->qlen) { /* every refused task was placed elsewhere */
+		end_forced(s, c);
+		go_idle(s, c);
+		return;
+	}
 	if (!t) {
 		if (!cpu->forced) {
 			cpu->forced = true;
@@ -451,6 +480,15 @@ int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
 	t->woken = true;
 	t->wake_time = s->now;
 	t->waker_node = waker >= 0 ? s->m->node[waker] : -1;
+	deliver(s, c, t);
+	return 0;
+}
+
+/* Queue t on c, and wake c's worker if it is parked or forced idle. */
+static void deliver(struct sim *s, int c, struct sim_task *t)
+{
+	struct sim_cpu *cpu = &s->cpu[c];
+
 	rq_push(s, c, t);
 	if (cpu->cur < 0 && !cpu->waking) {
 		/* A parked worker: it runs the task after the wakeup latency. */
@@ -459,7 +497,6 @@ int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
 			fail(s, -ENOMEM);
 	}
 	update_idle(s, c);
-	return 0;
 }
 
 uint64_t sim_burst(struct sim *s, uint64_t base_ns)

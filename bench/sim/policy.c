@@ -295,6 +295,16 @@ int sim_pol_run_begin(struct sim_pol *pp, int cpu, struct sim_task *t)
 	return 0;
 }
 
+int sim_pol_run_refused(struct sim_pol *pp, int cpu, struct sim_task *t)
+{
+	int dst;
+
+	if (pp->spec.kind != SIM_POL_PLACE)
+		return cpu; /* the baselines refuse nothing */
+	dst = place_run_refused(pp->place, pp->sim->m->os[cpu], &t->pt, 0);
+	return dst < 0 ? dst : pp->sim->m->dense[dst];
+}
+
 int sim_pol_run_end(struct sim_pol *pp, int cpu, struct sim_task *t, unsigned how, int *retry, int max)
 {
 	const struct sim_machine *m = pp->sim->m;

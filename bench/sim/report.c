@@ -64,8 +64,9 @@ void sim_report_header(FILE *f, int fmt, const char *what, int name_w)
 		break;
 	case SIM_FMT_COOKIES:
 		fprintf(f, "# %s\n", what);
-		fprintf(f, "%5s %-*s %9s %7s %8s %5s %8s %8s %8s %8s %9s\n", "load", name_w, "policy",
-			"time_ms", "vs", "p99_us", "util", "forced%", "refused", "fallback", "viol", "viol_us");
+		fprintf(f, "%5s %-*s %9s %7s %8s %8s %5s %8s %8s %7s %6s %8s %8s %9s\n", "load", name_w, "policy",
+			"time_ms", "vs", "p99_us", "max_ms", "util", "forced%", "refused", "moved", "turns",
+			"fallback", "viol", "viol_us");
 		break;
 	case SIM_FMT_NUMA:
 		fprintf(f, "# %s\n", what);
@@ -119,11 +120,12 @@ static double forced_pct(const struct sim_result *r, int nr_cpus)
 
 static void row_cookies(FILE *f, int name_w, const struct sim_result *r, double vs)
 {
-	fprintf(f, "%5d %-*s %9.3f %+6.1f%% %8.1f %4.0f%% %7.2f%% %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-		   " %9.1f%s\n",
+	fprintf(f, "%5d %-*s %9.3f %+6.1f%% %8.1f %8.3f %4.0f%% %7.2f%% %8" PRIu64 " %7" PRIu64 " %6" PRIu64
+		   " %8" PRIu64 " %8" PRIu64 " %9.1f%s\n",
 		r->load, name_w, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
-		r->util * 100.0, forced_pct(r, r->nr_cpus), r->st.cookie_refusals, r->st.cookie_fallbacks,
-		r->violations, (double)r->violation_ns / 1e3, r->ok ? "" : "  (incomplete)");
+		(double)r->lat_max / 1e6, r->util * 100.0, forced_pct(r, r->nr_cpus), r->st.cookie_refusals,
+		r->replaced, r->st.cookie_turns, r->st.cookie_fallbacks, r->violations,
+		(double)r->violation_ns / 1e3, r->ok ? "" : "  (incomplete)");
 }
 
 static void row_numa(FILE *f, int name_w, const struct sim_result *r, double vs)
@@ -236,10 +238,13 @@ void sim_report_legend(FILE *f, int fmt, const char *load_what)
 			   "that LLC was idle; xllc: wakeups moved to another LLC;\n  probe: CPUs "
 			   "probed per wakeup (0 for lifo and random, which keep their own idle list)\n");
 	else if (fmt == SIM_FMT_COOKIES)
-		fprintf(f, "  forced%%: CPU time forced idle (tasks waiting, none allowed beside a sibling "
-			   "of another cookie);\n  refused: place_run_begin refusals; fallback: wakeups "
-			   "that found no idle CPU fitting the cookie;\n  viol, viol_us: co-runs of two "
-			   "cookies on one core and their core time (must be 0 with COOKIES)\n");
+		fprintf(f, "  max_ms: the longest wakeup-to-run wait of any task; forced%%: CPU time forced "
+			   "idle (tasks waiting,\n  none allowed beside a sibling of another cookie); refused: "
+			   "place_run_begin refusals; moved: refused\n  tasks that place_run_refused placed on "
+			   "another CPU; turns: refusals that drained a core for a\n  cookie waiting "
+			   "PLACE_COOKIE_TURN_NS; fallback: wakeups stacked on a CPU other than a fitting "
+			   "target;\n  viol, viol_us: co-runs of two cookies on one core and their core time "
+			   "(must be 0 with COOKIES)\n");
 	else
 		fprintf(f, "  xwake%%: wakeups started on another node than the waker's; xnode: moves "
 			   "across nodes; imbal%%: busiest\n  node's CPU time over the mean; moves, kept, "

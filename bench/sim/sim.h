@@ -185,6 +185,9 @@ void sim_pol_fini(struct sim_pol *pp);
 int sim_pol_select(struct sim_pol *pp, struct sim_task *t, int waker, unsigned flags);
 int sim_pol_idle_enter(struct sim_pol *pp, int cpu);
 int sim_pol_run_begin(struct sim_pol *pp, int cpu, struct sim_task *t);
+/* run_begin refused t on cpu: where t waits instead (place_run_refused),
+ * cpu itself when nothing fits better. */
+int sim_pol_run_refused(struct sim_pol *pp, int cpu, struct sim_task *t);
 /* The run of t on cpu ended: the SMT siblings of cpu that a cookie left
  * forced idle and that may retry now (libplace's place_run_end_retry), at
  * most max of them into retry (dense); returns their count or an error. */
@@ -269,6 +272,7 @@ struct sim_result {
 	/* Core scheduling, as the simulator sees it (not libplace's counters). */
 	uint64_t refusals;         /* place_run_begin -EBUSY */
 	uint64_t forced_ns;        /* CPU time forced idle: tasks queued, none admitted */
+	uint64_t replaced;         /* refused tasks that place_run_refused moved to another CPU */
 	uint64_t violations;       /* run starts beside a sibling running another cookie */
 	uint64_t violation_ns;     /* core time with two cookies running at once */
 	/* NUMA. */

@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cookie.h"
 #include "internal.h"
 #include "place.h"
 
@@ -330,6 +331,20 @@ static bool sibling_conflict(const struct run *r, int d, uint64_t cookie)
 	return false;
 }
 
+/* COOKIES: does dense d's core drain for a cookie that waited its turn
+ * (cookie.h: DRAIN set, or our cookie runs there, a refused sibling waits
+ * and PLACE_COOKIE_TURN_NS passed since the first refusal)? */
+static bool core_drains(const struct run *r, int d)
+{
+	const struct place_core *c = &r->p->core[r->p->map[d].core];
+	uint64_t n = c->occ[PLACE_OCC_COUNT];
+
+	if (!(r->p->feat & PLACE_FEAT_COOKIES) || r->p->map[d].smt < 2 || !place__occ_count(n))
+		return false;
+	return (n & PLACE_OCC_DRAIN) || ((n >> PLACE_OCC_FORCED_SHIFT) && c->turn_since &&
+					 r->now > c->turn_since && r->now - c->turn_since >= PLACE_COOKIE_TURN_NS);
+}
+
 /* COOKIES: the CPUs running on each core run one cookie, and the core's
  * occupancy word counts them with it. */
 static void check_cookies(const struct run *r)
@@ -352,8 +367,8 @@ static void check_cookies(const struct run *r)
 			n++;
 			CHECK(p->cpu[sib].curr_cookie == p->core[m->core].occ[0]); /* isolation */
 		}
-		/* the running count; the forced-idle bits above it only while n > 0 */
-		CHECK((p->core[m->core].occ[1] & UINT64_C(0xffffffff)) == n);
+		/* the running count; the drain and forced-idle bits above it only while n > 0 */
+		CHECK(place__occ_count(p->core[m->core].occ[1]) == n);
 		CHECK(n || !p->core[m->core].occ[1]);
 	}
 }
@@ -367,6 +382,7 @@ static void op_wakeup(struct run *r)
 	struct snap before, after;
 	bool claim = !(flags & PLACE_WAKE_NOCLAIM) && (r->p->feat & PLACE_FEAT_CLAIM);
 	unsigned waker_flags = flags & (PLACE_WAKE_CURRENT | PLACE_WAKE_REMOTE);
+	bool refuses[128]; /* as struct snap */
 
 	if (!task_valid(ti) || (flags & ~0x3fu) || (waker_flags && waker == PLACE_CPU_NONE) ||
 	    waker_flags == (PLACE_WAKE_CURRENT | PLACE_WAKE_REMOTE))
@@ -379,6 +395,11 @@ static void op_wakeup(struct run *r)
 		expect = -EALREADY; /* a run edge still to come: refused, nothing changes */
 	else if (!any_allowed(r, t))
 		expect = -ESRCH;
+	/* COOKIES: the cores that do not admit t's cookie now (running or
+	 * waiting work of another), where an idle CPU may be returned unclaimed */
+	for (int k = 0; task_valid(ti) && k < r->nr_cpus; k++)
+		refuses[k] = (r->p->feat & PLACE_FEAT_COOKIES) &&
+			     !place__cookie_admits(r->p, k, place__rec(t)->cookie);
 	take_snap(r, &before);
 	ret = place_wakeup(r->p, t, waker, flags);
 	take_snap(r, &after);
@@ -430,13 +451,13 @@ static void op_wakeup(struct run *r)
 		CHECK(rec->queued_cpu == ret);
 		if (claim) {
 			/* Claimed exactly when the CPU it returns was available,
-			 * unless its core runs another cookie (COOKIES: an idle
-			 * CPU t cannot start on now is not claimed; t queues). */
+			 * unless its core runs or queues another cookie (COOKIES:
+			 * an idle CPU of a core that does not admit t, the
+			 * fallback's target, is not claimed; t queues). */
 			CHECK(!rec->claim_gen || was_avail);
 			/* a hand-off queues on the waker's CPU, never claims it */
 			if (was_avail && !rec->claim_gen)
-				CHECK(((flags & PLACE_WAKE_CURRENT) && ret == waker) ||
-				      sibling_conflict(r, d, rec->cookie)); /* F5 */
+				CHECK(((flags & PLACE_WAKE_CURRENT) && ret == waker) || refuses[d]); /* F5 */
 			if ((flags & PLACE_WAKE_CURRENT) && ret == waker)
 				CHECK(!rec->claim_gen);
 			if (rec->claim_gen) {
@@ -467,7 +488,7 @@ static void op_run_begin(struct run *r)
 		expect = -EBUSY;
 	else if (group_refused(r, t))
 		expect = -ENOSPC;
-	else if (sibling_conflict(r, d, place__rec(t)->cookie))
+	else if (sibling_conflict(r, d, place__rec(t)->cookie) || core_drains(r, d))
 		expect = -EBUSY; /* core scheduling: refused, nothing changes */
 	if (!expect && r->ts[ti] == T_RUNNING)
 		r->contract = false; /* one task on two CPUs: outside the contract */

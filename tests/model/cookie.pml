@@ -17,6 +17,11 @@
  *              and requeues) is decided only on a value a CAS confirmed; a
  *              failed CAS retries with the exact value;
  *            - else the CAS old -> {cookie, count + 1}, retried on failure.
+ *            - the core runs our cookie and a sibling waited its turn
+ *              (issue 15; when is the clock's business, chosen freely
+ *              here): the CAS old -> old | DRAIN, refused; while DRAIN
+ *              is set every enter is refused; the leave that empties the
+ *              core clears it (the word goes to {0, 0}).
  *          While the task runs, place_task_set_cookie() may change the
  *          task's cookie (any thread, relaxed). place_run_end() then calls
  *          place__cookie_leave() with the cookie captured at run_begin
@@ -27,8 +32,10 @@
  *      on the two siblings (checked at every admission, and the word agrees
  *      with the running tasks after every change);
  *   2. a refusal is justified: at the confirming CAS the sibling really runs
- *      a task of another cookie (a torn read never refuses a task that fits);
- *   3. the core ends empty: {0, 0} after every task has left.
+ *      a task of another cookie, or the word says DRAIN (a torn read never
+ *      refuses a task that fits);
+ *   3. the core ends empty: {0, 0} after every task has left (DRAIN too);
+ *   4. a draining core admits no task, not even of the running cookie.
  *
  * Abstracted: one core of two CPUs (the rule is per core; a core of one CPU
  * is never looked at); the wakeup's relaxed place__cookie_fits() hint (it
@@ -40,6 +47,10 @@
  */
 
 #define RUNS 2
+/* The drain bit of the count half (PLACE_OCC_DRAIN, bit 31 in C): the
+ * running cookie's turn is over; CNT() is the running count without it. */
+#define DRAIN 8
+#define CNT(x) ((x) & 7)
 
 byte occ_cookie = 0;
 byte occ_count = 0;
@@ -49,7 +60,8 @@ byte done = 0;
 /* The word agrees with the ghosts: count = running tasks, all of its cookie. */
 inline check_word()
 {
-	assert(occ_count == (running[0] != 0) + (running[1] != 0));
+	assert(CNT(occ_count) == (running[0] != 0) + (running[1] != 0));
+	assert(CNT(occ_count) > 0 || occ_count == 0); /* DRAIN only while tasks run */
 	assert(running[0] == 0 || running[0] == occ_cookie);
 	assert(running[1] == 0 || running[1] == occ_cookie)
 }
@@ -72,21 +84,36 @@ proctype worker(bit me)
 		old_n = occ_count;
 		admitted = 0;
 		do
-		:: old_n > 0 && old_c != cookie ->
+		:: CNT(old_n) > 0 && (old_c != cookie || (old_n & DRAIN)) ->
 			atomic {
 				if
 				:: occ_cookie == old_c && occ_count == old_n ->
 					/* confirmed: -EBUSY */
-					assert(running[1 - me] != 0 && running[1 - me] != cookie); /* 2 */
+					assert((running[1 - me] != 0 && running[1 - me] != cookie) ||
+					       (occ_count & DRAIN)); /* 2 */
 					break
 				:: else -> old_c = occ_cookie; old_n = occ_count
 				fi
 			}
-		:: !(old_n > 0 && old_c != cookie) ->
+		:: CNT(old_n) > 0 && old_c == cookie && !(old_n & DRAIN) ->
+			/* a sibling waited its turn (place__cookie_turn_due: the
+			 * clock and the forced bits, chosen freely here): set DRAIN,
+			 * refused */
+			atomic {
+				if
+				:: occ_cookie == old_c && occ_count == old_n ->
+					occ_count = old_n | DRAIN;
+					check_word();
+					break
+				:: else -> old_c = occ_cookie; old_n = occ_count
+				fi
+			}
+		:: !(CNT(old_n) > 0 && (old_c != cookie || (old_n & DRAIN))) ->
 			atomic {
 				if
 				:: occ_cookie == old_c && occ_count == old_n ->
 					occ_cookie = cookie;
+					assert(!(occ_count & DRAIN)); /* 4 */
 					occ_count = old_n + 1;
 					assert(running[1 - me] == 0 || running[1 - me] == cookie); /* 1 */
 					running[me] = cookie;
@@ -111,7 +138,7 @@ proctype worker(bit me)
 			old_n = occ_count;
 			do
 			:: d_step {
-				want_n = (old_n > 0 -> old_n - 1 : 0);
+				want_n = (CNT(old_n) > 1 -> old_n - 1 : 0); /* the last clears DRAIN */
 				want_c = (want_n > 0 -> curr_cookie : 0)
 			   };
 				atomic {

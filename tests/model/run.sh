@@ -78,6 +78,10 @@ if command -v perl >/dev/null 2>&1; then
 	mutant cookie leave-task-cookie 's/want_c = \(want_n > 0 -> curr_cookie : 0\)/want_c = (want_n > 0 -> task_cookie : 0)/' perl
 	# cookie: a refusal decided on the (possibly torn) read, without the confirming CAS
 	mutant cookie torn-refusal 's/:: occ_cookie == old_c && occ_count == old_n ->\n(\t+)\/\* confirmed: -EBUSY \*\//:: true ->\n$1\/* confirmed: -EBUSY *\//' perl
+	# cookie: the enter admits the running cookie while the core drains
+	mutant cookie drain-ignored 's/:: !\(CNT\(old_n\) > 0 && \(old_c != cookie \|\| \(old_n & DRAIN\)\)\) ->/:: !(CNT(old_n) > 0 \&\& old_c != cookie) ->/' perl
+	# cookie: the leave that empties the core keeps DRAIN
+	mutant cookie drain-kept 's/want_n = \(CNT\(old_n\) > 1 -> old_n - 1 : 0\);/want_n = (CNT(old_n) > 0 -> old_n - 1 : 0);/' perl
 	# cookie: the admission CAS compares only the count half
 	mutant cookie count-only-cas 's/:: occ_cookie == old_c && occ_count == old_n ->\n(\t+)occ_cookie = cookie;/:: occ_count == old_n ->\n$1occ_cookie = cookie;/' perl
 fi
