@@ -789,24 +789,22 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
  * to next; statistics, queue counts (PREEMPT counts prev as queued on cpu;
  * next's claim or queue slot ends wherever it was), idle masks and NUMA
  * counts end as the two calls leave them. But cpu never is between tasks
- * on the way: no waker or scan sees it without a running task, and when
- * next carries prev's cookie (COOKIES) the core's occupancy is not touched
- * (no sibling of another cookie can slip in; a sibling refused before
- * stays forced idle and its retry signal waits for the run end that
- * empties the core: the two calls would give it to place_run_end, which
- * names no one). next may be prev (a yield that runs on: PREEMPT, resume).
- * Errors, nothing changed: -EINVAL p NULL, prev or next NULL or not
- * initialised, prev is not the task running on cpu, or how unknown;
- * -ENODEV cpu not usable; -ENOENT no worker registered on cpu; -EXDEV next
- * holds something of another instance; -ENOSPC (NUMA) next's group is
- * above max_groups.
- * One error after a change: -EBUSY (COOKIES) next's cookie differs from
- * prev's and an SMT sibling of cpu runs a task of another cookie than
- * next's: prev has ended (exactly as place_run_end(prev, how): with
- * PREEMPT it is queued on cpu), next was refused (exactly as
- * place_run_begin: it keeps its claim or queue slot and must not run,
- * cpu is forced idle), and cpu is between tasks: its worker runs another
- * task or parks with place_idle_enter. Only the worker of cpu. */
+ * on the way: no waker or scan sees it without a running task, and the
+ * core's occupancy (COOKIES) changes at most its cookie, in one step, so
+ * no sibling of another cookie can slip in. next may be prev (a yield
+ * that runs on: PREEMPT, resume). Every error leaves everything as it was:
+ * -EINVAL p NULL, prev or next NULL or not initialised, prev is not the
+ * task running on cpu, or how unknown; -ENODEV cpu not usable; -ENOENT no
+ * worker registered on cpu; -EXDEV next holds something of another
+ * instance; -ENOSPC (NUMA) next's group is above max_groups; -EAGAIN
+ * (COOKIES) the switch would pass over a sibling of cpu: the core drains,
+ * a sibling refused by this cookie waits and its turn has come
+ * (PLACE_COOKIE_TURN_NS) or next's cookie differs from prev's (that
+ * sibling must be named), or other CPUs of the core run prev's cookie
+ * while next's differs. Then the worker makes the two calls,
+ * place_run_end_retry (which names the siblings to wake) and
+ * place_run_begin (which may refuse next, -EBUSY). Only the worker of
+ * cpu. */
 PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned how, place_task *next);
 
 /* place_run_begin(p, cpu, t) was refused (-EBUSY, COOKIES: a sibling of

@@ -209,6 +209,41 @@ static inline int place__cookie_enter(struct place *p, int cpu, uint64_t cookie)
 }
 
 /*
+ * place_run_switch's check: cpu's task of cookie from gives way to one of
+ * cookie to, and the core's word follows in one CAS (only its cookie
+ * changes: cpu counts one task either way). -EAGAIN, nothing changed, when
+ * the switch would pass over a sibling, so that the two calls decide: the
+ * core drains; a sibling waits (its forced bit) and its turn is due, or the
+ * cookie changes (the run end that empties the core must name it); other
+ * CPUs run from (to would be refused). cpu's own forced bit is no sibling.
+ * One cookie needs no CAS: the count half, read atomically, is exact for
+ * the forced and drain bits, and a sibling's refusal that comes after the
+ * read is one that came after the switch. Partners as place__cookie_enter().
+ */
+static inline int place__cookie_switch(struct place *p, int cpu, uint64_t from, uint64_t to)
+{
+	uint64_t *occ = place__occ(p, cpu);
+	uint64_t old[2], want[2];
+
+	place_load_64_2(occ, old);
+	for (;;) {
+		uint64_t n = old[PLACE_OCC_COUNT];
+		bool waits = (n & ~place__occ_forced_bit(p, cpu)) >> PLACE_OCC_FORCED_SHIFT;
+
+		if (n & PLACE_OCC_DRAIN)
+			return -EAGAIN;
+		if (from == to)
+			return waits && place__cookie_turn_due(p, cpu) ? -EAGAIN : 0;
+		if (waits || place__occ_count(n) > 1)
+			return -EAGAIN;
+		want[PLACE_OCC_COOKIE] = to;
+		want[PLACE_OCC_COUNT] = n;
+		if (place_cas_64_2(occ, old, want))
+			return 0;
+	}
+}
+
+/*
  * run_end (and unregister while running): remove the task that
  * place__cookie_enter() counted with cookie. The last one leaves {0, 0}
  * and returns the forced-idle bits it took (>> PLACE_OCC_FORCED_SHIFT):

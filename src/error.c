@@ -57,8 +57,12 @@ static const char *why_text(int why)
 	case PLACE_WHY_RUNNING:
 		return "place_run_begin: the worker of cpu %d still runs a task (place_run_end is missing)";
 	case PLACE_WHY_COOKIE:
-		return "place_run_begin: an SMT sibling of cpu %d runs a task of another cookie "
-		       "(leave cpu forced idle, requeue the task)";
+		return "place_run_begin: an SMT sibling of cpu %d runs a task of another cookie, or its "
+		       "core drains for a cookie that waited (leave cpu forced idle; place_run_refused "
+		       "says where the task goes)";
+	case PLACE_WHY_SWITCH:
+		return "place_run_switch: cpu %d's SMT siblings run or wait for another cookie "
+		       "(nothing changed: place_run_end_retry, then place_run_begin)";
 	case PLACE_WHY_END_NONE:
 		return "place_run_end: cpu %d runs no task (place_run_end twice, or no place_run_begin)";
 	case PLACE_WHY_END_OTHER:

@@ -530,11 +530,11 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
 /*
  * run_end(prev, how) then run_begin(next) as one step: the CPU stays
  * running (its worker's thread never is between tasks for a waker or the
- * scan bound), one clock read serves both when prev's run was timed, and
- * the core's occupancy (COOKIES) and the node's count (NUMA) are left as
- * they are when next carries prev's cookie and group. Only with another
- * cookie does the core see a leave and an enter, whose refusal leaves what
- * the two calls leave: prev ended, cpu between tasks.
+ * scan bound), one clock read serves both when prev's run was timed, the
+ * node's count (NUMA) is left as it is when next carries prev's group, and
+ * the core's word (COOKIES) changes at most its cookie, in one CAS. Where
+ * that would pass over a sibling (place__cookie_switch) nothing changes:
+ * the two calls decide, and name the siblings.
  */
 PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned how, place_task *next)
 {
@@ -542,23 +542,17 @@ PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned 
 	int d = end_check(p, cpu, prev, how, &pr), err;
 	uint64_t cookie;
 	uint32_t group;
-	bool keep, stamped;
+	bool stamped;
 
 	if (d >= 0 && !(r = place__task_rec(next)))
 		return -EINVAL;
 	if (d < 0 || (err = begin_check(p, r, &group, &cookie)))
 		return d < 0 ? d : err;
-	keep = !place__cookie_on(p, d) || p->cpu[d].curr_cookie == cookie;
-	if (!keep)
-		place__cookie_leave(p, d, p->cpu[d].curr_cookie);
+	if (place__cookie_on(p, d) && place__cookie_switch(p, d, p->cpu[d].curr_cookie, cookie))
+		return place__why(-EAGAIN, PLACE_WHY_SWITCH, cpu, 0);
 	stamped = pr->run_weight & PLACE_RUN_TIMED; /* end_run reads the clock into c->stamp */
 	end_run(p, d, cpu, pr, how);
 	end_interval(pr, how);
-	if (!keep && place__cookie_enter(p, d, cookie)) {
-		place__numa_end(p, d);
-		cpu_stop(p, d);
-		return place__why(place__cookie_refused(p, d, cookie), PLACE_WHY_COOKIE, cpu, 0);
-	}
 	begin_commit(p, d, cpu, next, r, group, cookie, stamped);
 	return 0;
 }

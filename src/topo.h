@@ -82,7 +82,8 @@ void place__clear_error(void);
 enum place_why {
 	PLACE_WHY_NONE,
 	PLACE_WHY_RUNNING,        /* run_begin: cpu still runs a task */
-	PLACE_WHY_COOKIE,         /* run_begin: cpu's core runs another cookie */
+	PLACE_WHY_COOKIE,         /* run_begin: cpu's core runs another cookie, or drains */
+	PLACE_WHY_SWITCH,         /* run_switch: the core's siblings decide (two calls) */
 	PLACE_WHY_END_NONE,       /* run_end: cpu runs nothing */
 	PLACE_WHY_END_OTHER,      /* run_end: cpu runs another task */
 	PLACE_WHY_END_ELSEWHERE,  /* run_end: cpu runs another task, t runs on arg */
