@@ -119,6 +119,18 @@ else
 	bad "tenants: no refusal on any shape (the refusal path is not exercised)"
 fi
 
+# Stealing with cookies: a thief whose core refuses the task it stole sends
+# it back with place_run_refused, and must then park, not rob that victim
+# again at the same instant (this shape and load looped forever).
+if timeout 120 $TOOL --topology 'synthetic:pack:1 l3:2 core:8 pu:2(indexes=core)' --workload tenants \
+	--load 16 --policies sis_core --steal --quiet --no-host-time --format tsv >"$TMP/steal" &&
+	awk -F'\t' 'NR > 1 && ($3 != 1 || $26 != $27) { exit 1 }' "$TMP/steal" &&
+	[ "$(col violations "$TMP/steal" | awk '{ s += $2 } END { print s + 0 }')" -eq 0 ]; then
+	ok "tenants with stealing: every task exited, 0 co-runs"
+else
+	bad "tenants with stealing: did not finish in 120 s, or incomplete, or co-runs"
+fi
+
 # 1..8 doubles: 4 levels x 7 default policies + the header line.
 sim --workload pingpong --load 1..8 --format tsv >"$TMP/sweep"
 if [ "$(wc -l <"$TMP/sweep")" -eq 29 ] && [ "$(cut -f1 "$TMP/sweep" | sort -u | tr '\n' ' ')" = "1 2 4 8 load " ]; then

@@ -275,17 +275,21 @@ static void start_next(struct sim *s, int c);
 /* The worker of c has nothing queued: steal nearest-first when enabled, else park. */
 static bool try_steal(struct sim *s, int c);
 
-static void go_idle(struct sim *s, int c)
+static void park(struct sim *s, int c)
 {
 	int err;
 
-	if (s->prm->steal && try_steal(s, c))
-		return;
 	update_idle(s, c);
 	s->cpu[c].parked_at = s->now;
 	err = sim_pol_idle_enter(&s->pol, c);
 	if (err < 0)
 		fail(s, err);
+}
+
+static void go_idle(struct sim *s, int c)
+{
+	if (!(s->prm->steal && try_steal(s, c)))
+		park(s, c);
 }
 
 /* The wakeup latency of a parked worker: longer once it has been parked
@@ -367,9 +371,12 @@ static void start_next(struct sim *s, int c)
 		return;
 	}
 	t = admit_next(s, c);
-	if (!t && !cpu->qlen) { /* every refused task was placed elsewhere */
+	if (!t && !cpu->qlen) {
+		/* every refused task was placed elsewhere: park, not steal
+		 * again (a stolen task refused here goes back to its victim,
+		 * which would be robbed again, forever at this instant) */
 		end_forced(s, c);
-		go_idle(s, c);
+		park(s, c);
 		return;
 	}
 	if (!t) {
