@@ -93,6 +93,17 @@ static inline bool place__cookie_waiting(const struct place *p, int cpu)
 	return place_load_64(&p->cpu[cpu].state) & (PLACE_ST_CLAIMED | PLACE_ST_QUEUED_MASK);
 }
 
+/* Does what runs on cpu's core fit cookie: nothing, or that cookie (the
+ * hand-off's test: the waker's CPU is its own to hand). A hint, as
+ * place__cookie_admits() below. */
+static inline bool place__cookie_runs_fit(const struct place *p, int cpu, uint64_t cookie)
+{
+	uint64_t occ[2];
+
+	place_load_64_2(place__occ(p, cpu), occ);
+	return !occ[PLACE_OCC_COUNT] || occ[PLACE_OCC_COOKIE] == cookie;
+}
+
 /*
  * Wakeup hint, COOKIES on: may a task with this cookie go to cpu's core
  * now? Yes when what runs there and what waits there fit: nothing runs or
@@ -109,16 +120,6 @@ static inline bool place__cookie_waiting(const struct place *p, int cpu)
  * without more; another cookie reads the one CPU's state (its sib_next
  * ring is itself).
  */
-/* Does what runs on cpu's core fit cookie: nothing, or that cookie (the
- * hand-off's test: the waker's CPU is its own to hand). A hint, as below. */
-static inline bool place__cookie_runs_fit(const struct place *p, int cpu, uint64_t cookie)
-{
-	uint64_t occ[2];
-
-	place_load_64_2(place__occ(p, cpu), occ);
-	return !occ[PLACE_OCC_COUNT] || occ[PLACE_OCC_COOKIE] == cookie;
-}
-
 static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t cookie)
 {
 	const struct place_core *core = &p->core[p->map[cpu].core];
