@@ -12,7 +12,9 @@
  *   thieves. A task pointer is in at most one ring, runnext slot or the
  *   overflow list.
  * - worker.next: the runnext slot, read and written by its worker's thread
- *   only (a sync wakeup from that worker to itself), never stolen.
+ *   only (a sync wakeup from that worker to itself), never stolen. The run
+ *   that filled it ends with place_run_switch to it (end_or_switch): one
+ *   call instead of run_end + run_begin, and the CPU never looks idle.
  * - worker.parked: the futex word, 1 while the worker is (about to be)
  *   asleep. The worker stores 1, then re-checks every queue; a waker pushes,
  *   then reads parked. Both sides are sequentially consistent (Dekker), so
@@ -90,7 +92,7 @@ struct worker {
 	pthread_t thread;
 	bool started;
 	unsigned parked;            /* futex word, see the header comment */
-	uint64_t runs, steals, parks, overflow;
+	uint64_t runs, steals, parks, overflow, switches;
 } __attribute__((aligned(CACHELINE)));
 
 struct pool {
@@ -511,27 +513,51 @@ static void retire(struct pool *p)
 		wake_all(p);
 }
 
-/* t returned POOL_SLEEP on w. */
-static void after_sleep(struct worker *w, pool_task *t)
+/*
+ * t's run on w ends with how. When a hand-off waits in the runnext slot (the
+ * next task take() would return: no deferred task is ahead of it), one
+ * place_run_switch() ends t's run and begins next's: the CPU never looks
+ * idle between the two, and the two calls' checks are made once. Returns
+ * next, begun, with the slot emptied; else NULL after the plain run_end.
+ * A switch that fails (-EAGAIN: COOKIES, a sibling must be named or the
+ * core drains; or next's begin would fail) changed nothing: the two calls
+ * decide, as without a hand-off.
+ */
+static pool_task *end_or_switch(struct worker *w, pool_task *t, unsigned how)
+{
+	pool_task *next = w->next;
+
+	if (next && !w->ndeferred && !place_run_switch(w->p->place, w->cpu, &t->place, how, next)) {
+		w->next = NULL;
+		__atomic_store_n(&w->switches, w->switches + 1, __ATOMIC_RELAXED);
+		return next;
+	}
+	end_run(w, t, how);
+	return NULL;
+}
+
+/* t returned POOL_SLEEP on w. Returns the next task when a switch began it. */
+static pool_task *after_sleep(struct worker *w, pool_task *t)
 {
 	struct pool *p = w->p;
+	pool_task *next = NULL;
 	unsigned s = T_RUNNING;
 
 	if (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) == T_NOTIFIED) {
 		/* Woken while running: it stays runnable here, behind the others. */
 		if (placed(p))
-			end_run(w, t, PLACE_RUN_PREEMPT);
+			next = end_or_switch(w, t, PLACE_RUN_PREEMPT);
 		__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
 		t->woken_ns = now_ns();
 		push(p, w, t);
-		return;
+		return next;
 	}
 	/* Report the edge before t can be woken again (one edge at a time). */
 	if (placed(p))
-		end_run(w, t, PLACE_RUN_SLEEP);
+		next = end_or_switch(w, t, PLACE_RUN_SLEEP);
 	if (__atomic_compare_exchange_n(&t->state, &s, T_IDLE, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 		retire(p);
-		return;
+		return next;
 	}
 	/* Notified between the check and the CAS: a fresh wakeup from here. */
 	__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
@@ -539,41 +565,57 @@ static void after_sleep(struct worker *w, pool_task *t)
 		t->woken_ns = now_ns();
 		push(p, w, t);
 	}
+	return next;
 }
 
-static void run(struct worker *w, pool_task *t, bool stolen)
+/* t returned POOL_DONE on w. Returns the next task when a switch began it. */
+static pool_task *after_done(struct worker *w, pool_task *t)
 {
 	struct pool *p = w->p;
-	int ret;
+	pool_task *next = placed(p) ? end_or_switch(w, t, PLACE_RUN_EXIT) : NULL;
 
-	/* A cookie refused t here (an SMT sibling runs another one, or the core
-	 * drains for a cookie that waited): libplace places it again; when
-	 * nothing fits better it waits here, still QUEUED, until a sibling's
-	 * run_end names this CPU (end_run). */
-	if (placed(p) && place_run_begin(p->place, w->cpu, &t->place) == -EBUSY) {
-		int cpu = place_run_refused(p->place, w->cpu, &t->place, 0);
-		int idx = cpu >= 0 && cpu != w->cpu && cpu < p->cpu_limit ? p->worker_of[cpu] : -1;
-
-		if (idx >= 0)
-			push(p, &p->w[idx], t);
-		else
-			deferred_push(w, t);
-		return;
-	}
-	__atomic_store_n(&t->state, T_RUNNING, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&w->runs, w->runs + 1, __ATOMIC_RELAXED);
-	if (stolen)
-		__atomic_store_n(&w->steals, w->steals + 1, __ATOMIC_RELAXED);
-	ret = t->fn(t, w->cpu);
-	if (ret != POOL_DONE) {
-		after_sleep(w, t);
-		return;
-	}
-	if (placed(p))
-		end_run(w, t, PLACE_RUN_EXIT);
 	/* After this store the task belongs to its owner again. */
 	__atomic_store_n(&t->state, T_DONE, __ATOMIC_SEQ_CST);
 	retire(p);
+	return next;
+}
+
+/* A cookie refused t here (an SMT sibling runs another one, or the core
+ * drains for a cookie that waited): libplace places it again; when nothing
+ * fits better it waits here, still QUEUED, until a sibling's run_end names
+ * this CPU (end_run). False when t may run. */
+static bool begin_refused(struct worker *w, pool_task *t)
+{
+	struct pool *p = w->p;
+	int cpu, idx;
+
+	if (place_run_begin(p->place, w->cpu, &t->place) != -EBUSY)
+		return false;
+	cpu = place_run_refused(p->place, w->cpu, &t->place, 0);
+	idx = cpu >= 0 && cpu != w->cpu && cpu < p->cpu_limit ? p->worker_of[cpu] : -1;
+	if (idx >= 0)
+		push(p, &p->w[idx], t);
+	else
+		deferred_push(w, t);
+	return true;
+}
+
+/* Run t, then every task a switch hands on to (begun: libplace saw its
+ * run_begin already). */
+static void run(struct worker *w, pool_task *t, bool stolen)
+{
+	struct pool *p = w->p;
+
+	if (placed(p) && begin_refused(w, t))
+		return;
+	while (t) {
+		__atomic_store_n(&t->state, T_RUNNING, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&w->runs, w->runs + 1, __ATOMIC_RELAXED);
+		if (stolen)
+			__atomic_store_n(&w->steals, w->steals + 1, __ATOMIC_RELAXED);
+		stolen = false;
+		t = t->fn(t, w->cpu) != POOL_DONE ? after_sleep(w, t) : after_done(w, t);
+	}
 }
 
 static void *worker_main(void *arg)
@@ -795,5 +837,6 @@ void pool_stats_read(const pool *p, struct pool_stats *out)
 		out->steals += __atomic_load_n(&w->steals, __ATOMIC_RELAXED);
 		out->parks += __atomic_load_n(&w->parks, __ATOMIC_RELAXED);
 		out->overflow += __atomic_load_n(&w->overflow, __ATOMIC_RELAXED);
+		out->switches += __atomic_load_n(&w->switches, __ATOMIC_RELAXED);
 	}
 }

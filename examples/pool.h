@@ -107,6 +107,7 @@ struct pool_stats {
 	uint64_t steals;   /* runs of a task taken from another worker's queue */
 	uint64_t parks;    /* futex waits */
 	uint64_t overflow; /* wakes that found the chosen queue full */
+	uint64_t switches; /* runs begun by place_run_switch: a hand-off from the runnext slot */
 };
 
 /* Sum of the workers' counters (read without stopping them). */
