@@ -12,8 +12,8 @@
  *   thieves. A task pointer is in at most one ring, runnext slot or the
  *   overflow list.
  * - worker.next: the runnext slot, read and written by its worker's thread
- *   only (a sync wakeup from that worker to itself), never stolen. The run
- *   that filled it ends with place_run_switch to it (end_or_switch): one
+ *   only (a sync wakeup from that worker to itself), never stolen. A run
+ *   ends with place_run_switch to the next task taken (end_or_switch): one
  *   call instead of run_end + run_begin, and the CPU never looks idle.
  * - worker.parked: the futex word, 1 while the worker is (about to be)
  *   asleep. The worker stores 1, then re-checks every queue; a waker pushes,
@@ -429,6 +429,14 @@ static void end_run(struct worker *w, pool_task *t, unsigned how)
 		w->nretry = w->ndeferred; /* our run_end may have emptied the core: not named */
 }
 
+static pool_task *runnext_pop(struct worker *w)
+{
+	pool_task *t = w->next;
+
+	w->next = NULL;
+	return t;
+}
+
 static pool_task *take(struct worker *w, bool *stolen)
 {
 	struct pool *p = w->p;
@@ -441,11 +449,8 @@ static pool_task *take(struct worker *w, bool *stolen)
 		w->nretry--;
 		return deferred_pop(w);
 	}
-	if (w->next) {
-		t = w->next;
-		w->next = NULL;
-		return t;
-	}
+	if (w->next)
+		return runnext_pop(w);
 	t = ring_pop(w);
 	if (t)
 		return t;
@@ -513,34 +518,43 @@ static void retire(struct pool *p)
 		wake_all(p);
 }
 
-/*
- * t's run on w ends with how. When a hand-off waits in the runnext slot (the
- * next task take() would return: no deferred task is ahead of it), one
- * place_run_switch() ends t's run and begins next's: the CPU never looks
- * idle between the two, and the two calls' checks are made once. Returns
- * next, begun, with the slot emptied; else NULL after the plain run_end.
- * A switch that fails (-EAGAIN: COOKIES, a sibling must be named or the
- * core drains; or next's begin would fail) changed nothing: the two calls
- * decide, as without a hand-off.
- */
-static pool_task *end_or_switch(struct worker *w, pool_task *t, unsigned how)
-{
-	pool_task *next = w->next;
+/* What a worker runs next, taken before the run that ended was reported. */
+struct pick {
+	pool_task *t;  /* NULL: nothing, the loop looks again and parks */
+	bool begun;    /* a switch began it: libplace saw its run_begin */
+	bool stolen;   /* from another worker's ring */
+};
 
-	if (next && !w->ndeferred && !place_run_switch(w->p->place, w->cpu, &t->place, how, next)) {
-		w->next = NULL;
+/*
+ * t's run on w ends with how. The worker takes its next task first (the
+ * hand-off in the runnext slot, else its ring, the overflow list, a
+ * victim's ring, as the loop would), and one place_run_switch() ends t's
+ * run and begins next's: one call instead of run_end + run_begin, and the
+ * CPU never looks idle between them. With deferred tasks (COOKIES) the run
+ * ends first, as before: end_run() decides which of them retry now. A
+ * switch that fails (-EAGAIN: a sibling must be named or the core drains;
+ * or next's begin would fail) changed nothing: the two calls decide.
+ */
+static struct pick end_or_switch(struct worker *w, pool_task *t, unsigned how)
+{
+	struct pick n = { NULL, false, false };
+
+	if (!w->ndeferred) /* the runnext slot first, as take() (inline: the hand-off's path) */
+		n.t = w->next ? runnext_pop(w) : take(w, &n.stolen);
+	if (n.t && !place_run_switch(w->p->place, w->cpu, &t->place, how, &n.t->place)) {
 		__atomic_store_n(&w->switches, w->switches + 1, __ATOMIC_RELAXED);
-		return next;
+		n.begun = true;
+		return n;
 	}
 	end_run(w, t, how);
-	return NULL;
+	return n;
 }
 
-/* t returned POOL_SLEEP on w. Returns the next task when a switch began it. */
-static pool_task *after_sleep(struct worker *w, pool_task *t)
+/* t returned POOL_SLEEP on w. Returns what runs next, if taken. */
+static struct pick after_sleep(struct worker *w, pool_task *t)
 {
 	struct pool *p = w->p;
-	pool_task *next = NULL;
+	struct pick next = { NULL, false, false };
 	unsigned s = T_RUNNING;
 
 	if (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) == T_NOTIFIED) {
@@ -568,12 +582,14 @@ static pool_task *after_sleep(struct worker *w, pool_task *t)
 	return next;
 }
 
-/* t returned POOL_DONE on w. Returns the next task when a switch began it. */
-static pool_task *after_done(struct worker *w, pool_task *t)
+/* t returned POOL_DONE on w. Returns what runs next, if taken. */
+static struct pick after_done(struct worker *w, pool_task *t)
 {
 	struct pool *p = w->p;
-	pool_task *next = placed(p) ? end_or_switch(w, t, PLACE_RUN_EXIT) : NULL;
+	struct pick next = { NULL, false, false };
 
+	if (placed(p))
+		next = end_or_switch(w, t, PLACE_RUN_EXIT);
 	/* After this store the task belongs to its owner again. */
 	__atomic_store_n(&t->state, T_DONE, __ATOMIC_SEQ_CST);
 	retire(p);
@@ -600,21 +616,21 @@ static bool begin_refused(struct worker *w, pool_task *t)
 	return true;
 }
 
-/* Run t, then every task a switch hands on to (begun: libplace saw its
- * run_begin already). */
-static void run(struct worker *w, pool_task *t, bool stolen)
+/* Run n.t, then whatever each run's end took next. */
+static void run(struct worker *w, struct pick n)
 {
 	struct pool *p = w->p;
 
-	if (placed(p) && begin_refused(w, t))
-		return;
-	while (t) {
+	while (n.t) {
+		pool_task *t = n.t;
+
+		if (!n.begun && placed(p) && begin_refused(w, t))
+			return;
 		__atomic_store_n(&t->state, T_RUNNING, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&w->runs, w->runs + 1, __ATOMIC_RELAXED);
-		if (stolen)
+		if (n.stolen)
 			__atomic_store_n(&w->steals, w->steals + 1, __ATOMIC_RELAXED);
-		stolen = false;
-		t = t->fn(t, w->cpu) != POOL_DONE ? after_sleep(w, t) : after_done(w, t);
+		n = t->fn(t, w->cpu) != POOL_DONE ? after_sleep(w, t) : after_done(w, t);
 	}
 }
 
@@ -623,11 +639,11 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 
 	for (;;) {
-		bool stolen;
-		pool_task *t = take(w, &stolen);
+		struct pick n = { NULL, false, false };
 
-		if (t) {
-			run(w, t, stolen);
+		n.t = take(w, &n.stolen);
+		if (n.t) {
+			run(w, n);
 			continue;
 		}
 		if (drained(w->p))
