@@ -487,6 +487,53 @@ START_TEST(t_handoff_switches)
 }
 END_TEST
 
+/* One worker: a root wakes `kids` tasks, all queued on its ring; each run
+ * that ends with a task to take goes to it with place_run_switch. */
+struct fan {
+	pool_task task;
+	pool *p;
+	struct fan *kids;
+	int nkids;
+	unsigned *done;
+};
+
+static int fan_run(pool_task *t, int cpu)
+{
+	struct fan *f = (struct fan *)t;
+
+	for (int i = 0; i < f->nkids; i++)
+		ck_assert_int_eq(pool_wake(f->p, &f->kids[i].task, cpu, 0), 0);
+	__atomic_add_fetch(f->done, 1, __ATOMIC_SEQ_CST);
+	return POOL_DONE;
+}
+
+START_TEST(t_queued_runs_switch)
+{
+	struct pool_config cfg = { .mode = POOL_WAKE_PLACE, .max_workers = 1 };
+	enum { KIDS = 50 };
+	struct fan root, kids[KIDS];
+	struct pool_stats ps;
+	unsigned done = 0;
+	pool *p = NULL;
+
+	ck_assert_int_eq(pool_create(&p, &cfg), 0);
+	for (int i = 0; i < KIDS; i++) {
+		kids[i] = (struct fan){ .p = p, .done = &done };
+		pool_task_init(&kids[i].task, fan_run, NULL);
+	}
+	root = (struct fan){ .p = p, .kids = kids, .nkids = KIDS, .done = &done };
+	pool_task_init(&root.task, fan_run, NULL);
+	ck_assert_int_eq(pool_wake(p, &root.task, PLACE_CPU_NONE, 0), 0);
+	while (__atomic_load_n(&done, __ATOMIC_SEQ_CST) < KIDS + 1)
+		sched_yield();
+	pool_stats_read(p, &ps);
+	pool_destroy(p);
+	ck_assert_uint_eq(ps.runs, KIDS + 1);
+	/* the root to the first kid, each kid to the next; the last parks */
+	ck_assert_uint_eq(ps.switches, KIDS);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pool");
@@ -499,6 +546,7 @@ int main(void)
 	tcase_add_loop_test(tc, t_actor_no_overlap_no_lost_wake, 0, 2);
 	tcase_add_loop_test(tc, t_no_worker_lost, 0, 2);
 	tcase_add_loop_test(tc, t_handoff_switches, 0, 2);
+	tcase_add_test(tc, t_queued_runs_switch);
 	tcase_add_loop_test(tc, t_shutdown_drains_chains, 0, 2);
 	tcase_add_loop_test(tc, t_create_destroy_idle, 0, 2);
 	tcase_add_test(tc, t_errors);
