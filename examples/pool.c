@@ -95,6 +95,9 @@ struct worker {
 	uint64_t runs, steals, parks, overflow, switches;
 } __attribute__((aligned(CACHELINE)));
 
+/* Three cache lines, so that a write to one does not take the others from
+ * the CPUs that read them on every wake: the read-only setup, the pending
+ * count (two RMWs per task run, from any worker), and what p->lock guards. */
 struct pool {
 	place_topo *topo;
 	place *place;               /* the wakeup path in PLACE mode; steal order in both */
@@ -103,14 +106,14 @@ struct pool {
 	struct worker *w;
 	int *worker_of;             /* [cpu_limit] OS CPU -> worker index, -1 */
 	int cpu_limit;
-	pthread_mutex_t lock;
-	pool_task *ovf_head, *ovf_tail;
-	unsigned novf;              /* overflow list length, read lock-free as a hint */
 	int *idle;                  /* LIFO mode: parked workers, top = most recent */
 	bool *in_idle;
-	int nidle;
-	unsigned long pending;
+	unsigned long pending __attribute__((aligned(CACHELINE)));
 	unsigned stopping;
+	pthread_mutex_t lock __attribute__((aligned(CACHELINE)));
+	pool_task *ovf_head, *ovf_tail;
+	unsigned novf;              /* overflow list length, read lock-free as a hint */
+	int nidle;
 };
 
 /* Does libplace see this pool's edges? (LIFO mode keeps it for the steal order only.) */
@@ -791,9 +794,10 @@ int pool_create(pool **out, const struct pool_config *cfg)
 	qsize = cfg->queue_size ? cfg->queue_size : 1024;
 	if (qsize < 4 || (qsize & (qsize - 1)) || (cfg->mode != POOL_WAKE_PLACE && cfg->mode != POOL_WAKE_LIFO))
 		return -EINVAL;
-	p = calloc(1, sizeof(*p));
+	p = aligned_alloc(CACHELINE, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
 	pthread_mutex_init(&p->lock, NULL);
 	p->mode = cfg->mode;
 	err = place_topo_load(&p->topo, cfg->topology);
