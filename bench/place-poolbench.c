@@ -9,6 +9,9 @@
  * Reports wall time (median of the repeats), wakeup latency percentiles
  * (from pool_wake to the start of the run, all repeats), task runs, the
  * share of them that were stolen and the parks, per repeat, side by side.
+ * --callgrind adds each mode's instructions per unit (hop or message): the
+ * workload once more, smaller, under valgrind --tool=callgrind, counting
+ * the workers' threads (worker_main, inclusive) over the units they did.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "opt.h"
 #include "pool.h"
@@ -333,28 +337,70 @@ struct opts {
 	int repeat;
 	bool tsv;
 	bool only_messaging, only_pingpong;
+	bool callgrind;
+	char self[4096];  /* this program, for --callgrind */
 };
 
-static void print_row(const struct opts *o, const char *wl, const struct mode *m, uint64_t *walls,
-		      const struct hist *h, uint64_t units, const uint64_t *ref_wall)
+/* --callgrind's runs: at most this many loops (messaging) or hops (pingpong) */
+#define CG_LOOPS 200
+#define CG_HOPS 20000
+
+/* Instructions per unit of mode m on the workload, from one smaller run of
+ * this program under callgrind (threads serialised: deterministic for
+ * pingpong, within a few per cent for messaging); -1 when it failed. */
+static double callgrind_per_unit(const struct opts *o, const struct bench *b, const struct mode *m,
+				 bool messaging)
 {
+	int loops = b->loops < CG_LOOPS ? b->loops : CG_LOOPS, hops = b->hops < CG_HOPS ? b->hops : CG_HOPS;
+	uint64_t units = messaging ? (uint64_t)b->groups * b->senders * b->receivers * loops
+				   : (uint64_t)b->pairs * 2 * hops;
+	char out[64], cmd[8192], line[256];
+	unsigned long long ir = 0;
+	bool got = false;
+	FILE *f;
+
+	snprintf(out, sizeof(out), "/tmp/place-poolbench.%d.cg", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "valgrind --tool=callgrind --toggle-collect=worker_main --callgrind-out-file=%s '%s' "
+		 "--modes %s --workload %s --repeat 1 --groups %d --senders %d --receivers %d --loops %d "
+		 "--pairs %d --hops %d --format tsv >/dev/null 2>&1",
+		 out, o->self, m->name, messaging ? "messaging" : "pingpong", b->groups, b->senders,
+		 b->receivers, loops, b->pairs, hops);
+	if (system(cmd) != 0 || !(f = fopen(out, "r"))) {
+		unlink(out);
+		return -1;
+	}
+	while (!got && fgets(line, sizeof(line), f))
+		got = sscanf(line, "summary: %llu", &ir) == 1;
+	fclose(f);
+	unlink(out);
+	return got && units ? (double)ir / (double)units : -1;
+}
+
+static void print_row(const struct opts *o, const char *wl, const struct mode *m, uint64_t *walls,
+		      const struct hist *h, uint64_t units, const uint64_t *ref_wall, double ir)
+{
+	char irs[32] = "";
+
+	if (o->callgrind)
+		snprintf(irs, sizeof(irs), o->tsv ? "\t%.0f" : " %8.0f", ir);
 	uint64_t med;
 
 	qsort(walls, (size_t)o->repeat, sizeof(*walls), cmp_u64);
 	med = walls[o->repeat / 2];
 	if (o->tsv) {
 		printf("%s\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-		       "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", wl, m->name, med, walls[0], walls[o->repeat - 1],
+		       "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "%s\n", wl, m->name, med, walls[0], walls[o->repeat - 1],
 		       percentile(h, 0.5), percentile(h, 0.99), percentile(h, 0.999), h->ps.runs, h->ps.steals,
-		       h->ps.parks);
+		       h->ps.parks, irs);
 		return;
 	}
-	printf("%-10s %-9s %9.2f %9.2f %9.2f %11.0f %+7.1f%% %9.1f %9.1f %9.1f %8.0f %6.1f%% %8.0f\n", wl, m->name,
+	printf("%-10s %-9s %9.2f %9.2f %9.2f %11.0f %+7.1f%% %9.1f %9.1f %9.1f %8.0f %6.1f%% %8.0f%s\n", wl, m->name,
 	       med / 1e6, walls[0] / 1e6, walls[o->repeat - 1] / 1e6, (double)units * 1e9 / (double)med,
 	       ref_wall ? ((double)*ref_wall / (double)med - 1.0) * 100.0 : 0.0, percentile(h, 0.5) / 1e3,
 	       percentile(h, 0.99) / 1e3, percentile(h, 0.999) / 1e3, (double)h->ps.runs / o->repeat,
 	       h->ps.runs ? 100.0 * (double)h->ps.steals / (double)h->ps.runs : 0.0,
-	       (double)h->ps.parks / o->repeat);
+	       (double)h->ps.parks / o->repeat, irs);
 }
 
 static int run_workload(struct bench *b, const struct opts *o, const struct mode *m, int nm, bool messaging)
@@ -376,7 +422,9 @@ static int run_workload(struct bench *b, const struct opts *o, const struct mode
 			}
 		}
 	for (int k = 0; k < nm; k++) {
-		print_row(o, messaging ? "messaging" : "pingpong", &m[k], walls[k], &h[k], units, k ? &ref : NULL);
+		double ir = o->callgrind ? callgrind_per_unit(o, b, &m[k], messaging) : -1;
+
+		print_row(o, messaging ? "messaging" : "pingpong", &m[k], walls[k], &h[k], units, k ? &ref : NULL, ir);
 		if (!k)
 			ref = walls[0][o->repeat / 2];
 	}
@@ -388,7 +436,10 @@ static const char usage[] =
 	"usage: place-poolbench [--modes sis_core,lifo] [--repeat N] [--format table|tsv]\n"
 	"                       [--workload messaging|pingpong|both]\n"
 	"                       [--groups G --senders S --receivers R --loops M] [--pairs P --hops N]\n"
+	"                       [--callgrind]\n"
 	"modes: sis_core linear exact (libplace policies) lifo (most recently parked worker)\n"
+	"  --callgrind  also instructions per unit (Ir/unit): each workload and mode once more\n"
+	"               under valgrind --tool=callgrind, with at most 200 loops or 20000 hops\n"
 	"  --help, --version\n";
 
 static const struct option long_opts[] = {
@@ -397,6 +448,7 @@ static const struct option long_opts[] = {
 	{ "groups", required_argument, NULL, 'g' },  { "senders", required_argument, NULL, 's' },
 	{ "receivers", required_argument, NULL, 'R' }, { "loops", required_argument, NULL, 'l' },
 	{ "pairs", required_argument, NULL, 'p' },   { "hops", required_argument, NULL, 'n' },
+	{ "callgrind", no_argument, NULL, 'c' },
 	OPT_COMMON_LONGOPTS,                         { NULL, 0, NULL, 0 },
 };
 
@@ -415,6 +467,13 @@ static int parse_opt(int c, const char *arg, struct opts *o, struct bench *b)
 	if (c == 'm') {
 		o->modes = arg;
 		return 0;
+	}
+	if (c == 'c') {
+		ssize_t len = readlink("/proc/self/exe", o->self, sizeof(o->self) - 1);
+
+		o->callgrind = len > 0;
+		o->self[len > 0 ? len : 0] = '\0';
+		return len > 0 ? 0 : -1;
 	}
 	if (c == 'f' && (i = opt_choice("place-poolbench", "format", arg, formats, 2)) >= 0) {
 		o->tsv = i == 1;
@@ -469,11 +528,11 @@ static void print_header(const struct opts *o, const struct bench *b, const plac
 		small_machine_note(topo);
 	if (o->tsv)
 		printf("workload\tmode\twall_ns\twall_min_ns\twall_max_ns\tlat_p50_ns\tlat_p99_ns\tlat_p999_ns"
-		       "\truns\tsteals\tparks\n");
+		       "\truns\tsteals\tparks%s\n", o->callgrind ? "\tir_per_unit" : "");
 	else
-		printf("%-10s %-9s %9s %9s %9s %11s %8s %9s %9s %9s %8s %7s %8s\n", "workload", "mode", "wall_ms",
+		printf("%-10s %-9s %9s %9s %9s %11s %8s %9s %9s %9s %8s %7s %8s%s\n", "workload", "mode", "wall_ms",
 		       "min_ms", "max_ms", "units/s", "vs", "p50_us", "p99_us", "p999_us", "runs", "stolen",
-		       "parks");
+		       "parks", o->callgrind ? "  Ir/unit" : "");
 }
 
 int main(int argc, char **argv)
@@ -513,6 +572,9 @@ int main(int argc, char **argv)
 		err = run_workload(&b, &o, modes, nm, false);
 	if (!err && !o.tsv)
 		fputs(legend, stdout);
+	if (!err && !o.tsv && o.callgrind)
+		printf("  Ir/unit: instructions per message or hop in the workers' threads (callgrind, one\n"
+		       "  run of at most %d loops or %d hops; -1: valgrind failed)\n", CG_LOOPS, CG_HOPS);
 	free(b.hist);
 	pthread_mutex_destroy(&b.lock);
 	pthread_cond_destroy(&b.cond);

@@ -12,7 +12,9 @@
  *   thieves. A task pointer is in at most one ring, runnext slot or the
  *   overflow list.
  * - worker.next: the runnext slot, read and written by its worker's thread
- *   only (a sync wakeup from that worker to itself), never stolen.
+ *   only (a sync wakeup from that worker to itself), never stolen. A run
+ *   ends with place_run_switch to the next task taken (end_or_switch): one
+ *   call instead of run_end + run_begin, and the CPU never looks idle.
  * - worker.parked: the futex word, 1 while the worker is (about to be)
  *   asleep. The worker stores 1, then re-checks every queue; a waker pushes,
  *   then reads parked. Both sides are sequentially consistent (Dekker), so
@@ -90,9 +92,12 @@ struct worker {
 	pthread_t thread;
 	bool started;
 	unsigned parked;            /* futex word, see the header comment */
-	uint64_t runs, steals, parks, overflow;
+	uint64_t runs, steals, parks, overflow, switches;
 } __attribute__((aligned(CACHELINE)));
 
+/* Three cache lines, so that a write to one does not take the others from
+ * the CPUs that read them on every wake: the read-only setup, the pending
+ * count (two RMWs per task run, from any worker), and what p->lock guards. */
 struct pool {
 	place_topo *topo;
 	place *place;               /* the wakeup path in PLACE mode; steal order in both */
@@ -101,14 +106,14 @@ struct pool {
 	struct worker *w;
 	int *worker_of;             /* [cpu_limit] OS CPU -> worker index, -1 */
 	int cpu_limit;
-	pthread_mutex_t lock;
-	pool_task *ovf_head, *ovf_tail;
-	unsigned novf;              /* overflow list length, read lock-free as a hint */
 	int *idle;                  /* LIFO mode: parked workers, top = most recent */
 	bool *in_idle;
-	int nidle;
-	unsigned long pending;
+	unsigned long pending __attribute__((aligned(CACHELINE)));
 	unsigned stopping;
+	pthread_mutex_t lock __attribute__((aligned(CACHELINE)));
+	pool_task *ovf_head, *ovf_tail;
+	unsigned novf;              /* overflow list length, read lock-free as a hint */
+	int nidle;
 };
 
 /* Does libplace see this pool's edges? (LIFO mode keeps it for the steal order only.) */
@@ -427,7 +432,16 @@ static void end_run(struct worker *w, pool_task *t, unsigned how)
 		w->nretry = w->ndeferred; /* our run_end may have emptied the core: not named */
 }
 
-static pool_task *take(struct worker *w, bool *stolen)
+static pool_task *runnext_pop(struct worker *w)
+{
+	pool_task *t = w->next;
+
+	w->next = NULL;
+	return t;
+}
+
+/* inline at both callers (the loop, end_or_switch): a call here cost every run 30 instructions */
+static inline __attribute__((always_inline)) pool_task *take(struct worker *w, bool *stolen)
 {
 	struct pool *p = w->p;
 	pool_task *t;
@@ -439,11 +453,8 @@ static pool_task *take(struct worker *w, bool *stolen)
 		w->nretry--;
 		return deferred_pop(w);
 	}
-	if (w->next) {
-		t = w->next;
-		w->next = NULL;
-		return t;
-	}
+	if (w->next)
+		return runnext_pop(w);
 	t = ring_pop(w);
 	if (t)
 		return t;
@@ -511,27 +522,62 @@ static void retire(struct pool *p)
 		wake_all(p);
 }
 
-/* t returned POOL_SLEEP on w. */
-static void after_sleep(struct worker *w, pool_task *t)
+/* What a worker runs next, taken before the run that ended was reported. */
+struct pick {
+	pool_task *t;  /* NULL: nothing, the loop looks again and parks */
+	bool begun;    /* a switch began it: libplace saw its run_begin */
+	bool stolen;   /* from another worker's ring */
+};
+
+/*
+ * t's run on w ends with how. The worker takes its next task first (the
+ * hand-off in the runnext slot, else its ring, the overflow list, a
+ * victim's ring, as the loop would), and one place_run_switch() ends t's
+ * run and begins next's: one call instead of run_end + run_begin, and the
+ * CPU never looks idle between them. With deferred tasks (COOKIES) the run
+ * ends first, as before: end_run() decides which of them retry now. A
+ * switch that fails (-EAGAIN: a sibling must be named or the core drains;
+ * or next's begin would fail) changed nothing: the two calls decide.
+ */
+/* inline: out of line, the pingpong hop paid 27 instructions for the call */
+static inline __attribute__((always_inline)) struct pick end_or_switch(struct worker *w, pool_task *t,
+								      unsigned how)
+{
+	struct pick n = { NULL, false, false };
+
+	if (!w->ndeferred) /* the runnext slot first, as take() (inline: the hand-off's path) */
+		n.t = w->next ? runnext_pop(w) : take(w, &n.stolen);
+	if (n.t && !place_run_switch(w->p->place, w->cpu, &t->place, how, &n.t->place)) {
+		__atomic_store_n(&w->switches, w->switches + 1, __ATOMIC_RELAXED);
+		n.begun = true;
+		return n;
+	}
+	end_run(w, t, how);
+	return n;
+}
+
+/* t returned POOL_SLEEP on w. Returns what runs next, if taken. */
+static struct pick after_sleep(struct worker *w, pool_task *t)
 {
 	struct pool *p = w->p;
+	struct pick next = { NULL, false, false };
 	unsigned s = T_RUNNING;
 
 	if (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) == T_NOTIFIED) {
 		/* Woken while running: it stays runnable here, behind the others. */
 		if (placed(p))
-			end_run(w, t, PLACE_RUN_PREEMPT);
+			next = end_or_switch(w, t, PLACE_RUN_PREEMPT);
 		__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
 		t->woken_ns = now_ns();
 		push(p, w, t);
-		return;
+		return next;
 	}
 	/* Report the edge before t can be woken again (one edge at a time). */
 	if (placed(p))
-		end_run(w, t, PLACE_RUN_SLEEP);
+		next = end_or_switch(w, t, PLACE_RUN_SLEEP);
 	if (__atomic_compare_exchange_n(&t->state, &s, T_IDLE, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
 		retire(p);
-		return;
+		return next;
 	}
 	/* Notified between the check and the CAS: a fresh wakeup from here. */
 	__atomic_store_n(&t->state, T_QUEUED, __ATOMIC_SEQ_CST);
@@ -539,41 +585,63 @@ static void after_sleep(struct worker *w, pool_task *t)
 		t->woken_ns = now_ns();
 		push(p, w, t);
 	}
+	return next;
 }
 
-static void run(struct worker *w, pool_task *t, bool stolen)
+/* t returned POOL_DONE on w. Returns what runs next, if taken. */
+static struct pick after_done(struct worker *w, pool_task *t)
 {
 	struct pool *p = w->p;
-	int ret;
+	struct pick next = { NULL, false, false };
 
-	/* A cookie refused t here (an SMT sibling runs another one, or the core
-	 * drains for a cookie that waited): libplace places it again; when
-	 * nothing fits better it waits here, still QUEUED, until a sibling's
-	 * run_end names this CPU (end_run). */
-	if (placed(p) && place_run_begin(p->place, w->cpu, &t->place) == -EBUSY) {
-		int cpu = place_run_refused(p->place, w->cpu, &t->place, 0);
-		int idx = cpu >= 0 && cpu != w->cpu && cpu < p->cpu_limit ? p->worker_of[cpu] : -1;
-
-		if (idx >= 0)
-			push(p, &p->w[idx], t);
-		else
-			deferred_push(w, t);
-		return;
-	}
-	__atomic_store_n(&t->state, T_RUNNING, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&w->runs, w->runs + 1, __ATOMIC_RELAXED);
-	if (stolen)
-		__atomic_store_n(&w->steals, w->steals + 1, __ATOMIC_RELAXED);
-	ret = t->fn(t, w->cpu);
-	if (ret != POOL_DONE) {
-		after_sleep(w, t);
-		return;
-	}
 	if (placed(p))
-		end_run(w, t, PLACE_RUN_EXIT);
+		next = end_or_switch(w, t, PLACE_RUN_EXIT);
 	/* After this store the task belongs to its owner again. */
 	__atomic_store_n(&t->state, T_DONE, __ATOMIC_SEQ_CST);
 	retire(p);
+	return next;
+}
+
+/* A cookie refused t here (an SMT sibling runs another one, or the core
+ * drains for a cookie that waited): libplace places it again; when nothing
+ * fits better it waits here, still QUEUED, until a sibling's run_end names
+ * this CPU (end_run). False when t may run. */
+static bool begin_refused(struct worker *w, pool_task *t)
+{
+	struct pool *p = w->p;
+	int cpu, idx;
+
+	if (place_run_begin(p->place, w->cpu, &t->place) != -EBUSY)
+		return false;
+	cpu = place_run_refused(p->place, w->cpu, &t->place, 0);
+	idx = cpu >= 0 && cpu != w->cpu && cpu < p->cpu_limit ? p->worker_of[cpu] : -1;
+	if (idx >= 0)
+		push(p, &p->w[idx], t);
+	else
+		deferred_push(w, t);
+	return true;
+}
+
+/* Run t, then whatever each run's end took next (PLACE mode: LIFO's ends
+ * take nothing, the loop takes its next task). */
+static void run(struct worker *w, pool_task *t, bool stolen)
+{
+	struct pool *p = w->p;
+	struct pick n;
+
+	if (placed(p) && begin_refused(w, t))
+		return;
+	for (;;) {
+		__atomic_store_n(&t->state, T_RUNNING, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&w->runs, w->runs + 1, __ATOMIC_RELAXED);
+		if (stolen)
+			__atomic_store_n(&w->steals, w->steals + 1, __ATOMIC_RELAXED);
+		n = t->fn(t, w->cpu) != POOL_DONE ? after_sleep(w, t) : after_done(w, t);
+		if (!n.t || (!n.begun && begin_refused(w, n.t)))
+			return;
+		t = n.t;
+		stolen = n.stolen;
+	}
 }
 
 static void *worker_main(void *arg)
@@ -733,9 +801,10 @@ int pool_create(pool **out, const struct pool_config *cfg)
 	qsize = cfg->queue_size ? cfg->queue_size : 1024;
 	if (qsize < 4 || (qsize & (qsize - 1)) || (cfg->mode != POOL_WAKE_PLACE && cfg->mode != POOL_WAKE_LIFO))
 		return -EINVAL;
-	p = calloc(1, sizeof(*p));
+	p = aligned_alloc(CACHELINE, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
 	pthread_mutex_init(&p->lock, NULL);
 	p->mode = cfg->mode;
 	err = place_topo_load(&p->topo, cfg->topology);
@@ -795,5 +864,6 @@ void pool_stats_read(const pool *p, struct pool_stats *out)
 		out->steals += __atomic_load_n(&w->steals, __ATOMIC_RELAXED);
 		out->parks += __atomic_load_n(&w->parks, __ATOMIC_RELAXED);
 		out->overflow += __atomic_load_n(&w->overflow, __ATOMIC_RELAXED);
+		out->switches += __atomic_load_n(&w->switches, __ATOMIC_RELAXED);
 	}
 }

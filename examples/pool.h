@@ -4,7 +4,8 @@
  * lock-free queue per worker (Concurrency Kit ck_ring, MPMC so that idle
  * workers can steal), parking on a futex, idle and run edges reported to
  * libplace, stealing when idle in place_steal_order() (nearest first), a
- * runnext slot for sync wakeups to the waker's own worker, core-scheduling
+ * runnext slot for sync wakeups to the waker's own worker, a run that ends
+ * by place_run_switch to the next task the worker takes, core-scheduling
  * cookies honoured (a task refused by place_run_begin goes where
  * place_run_refused says, or waits on its worker until place_run_end_retry
  * names that CPU), and a clean shutdown.
@@ -107,6 +108,7 @@ struct pool_stats {
 	uint64_t steals;   /* runs of a task taken from another worker's queue */
 	uint64_t parks;    /* futex waits */
 	uint64_t overflow; /* wakes that found the chosen queue full */
+	uint64_t switches; /* runs begun by place_run_switch: a hand-off from the runnext slot */
 };
 
 /* Sum of the workers' counters (read without stopping them). */

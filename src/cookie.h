@@ -79,7 +79,7 @@ static inline uint64_t place__occ_forced_bit(const struct place *p, int cpu)
  * has a sibling. Constant per instance and CPU. */
 static inline bool place__cookie_on(const struct place *p, int cpu)
 {
-	return place__feat(p, PLACE_FEAT_COOKIES) && p->map[cpu].smt > 1;
+	return p->cookie_cores && p->map[cpu].smt > 1;
 }
 
 static inline uint64_t *place__occ(const struct place *p, int cpu)

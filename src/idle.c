@@ -322,14 +322,14 @@ PLACE_INLINE int task_edge(place *p, int cpu, place_task *t, struct place_task_r
  * average moves on one interval in PLACE_RUN_SAMPLE.
  * Returns the run's weight and PLACE_RUN_TIMED; sets t's interval state.
  */
-PLACE_INLINE uint8_t run_weight(struct place *p, int cpu, struct place_task_rec *r)
+PLACE_INLINE uint8_t run_weight(const struct place *p, struct place_stat_slot *s, struct place_task_rec *r)
 {
 	uint8_t w;
 
 	if (always_timed(p, r->avg_run_ns))
 		w = 1;
 	else
-		w = ++p->slot[cpu].run_seq % PLACE_RUN_SAMPLE ? 0 : PLACE_RUN_SAMPLE;
+		w = ++s->run_seq % PLACE_RUN_SAMPLE ? 0 : PLACE_RUN_SAMPLE;
 	if (r->run_interval == PLACE_IVL_NONE)
 		r->run_interval = w ? PLACE_IVL_TIMED : PLACE_IVL_UNTIMED;
 	return w || r->run_interval == PLACE_IVL_TIMED ? w | PLACE_RUN_TIMED : 0;
@@ -358,16 +358,21 @@ PLACE_INLINE int begin_check(const place *p, struct place_task_rec *r, uint32_t 
 PLACE_INLINE void begin_commit(place *p, int d, int cpu, place_task *t, struct place_task_rec *r,
 			       uint32_t group, uint64_t cookie, bool stamped)
 {
+	/* both lines once, in registers: every atomic below is a compiler
+	 * barrier that would make p->cpu and p->slot be loaded again */
 	struct place_cpu *c = &p->cpu[d];
+	struct place_stat_slot *s = &p->slot[d];
 
-	if (place__cookie_on(p, d) && p->slot[d].forced_since) /* a forced-idle period ends */
+	/* a forced-idle period ends (only a cookie refusal starts one: no
+	 * place__cookie_on() test for the CPUs that never have one) */
+	if (s->forced_since)
 		place__cookie_forced_end(p, d, place__now(p));
 	start_delivery(p, d, r);
-	if (p->slot[d].curr_group != group || r->numa_pending) {
+	if (s->curr_group != group || r->numa_pending) {
 		place__numa_end(p, d);
 		place__numa_begin(p, d, r, group);
 	}
-	r->run_weight = run_weight(p, d, r);
+	r->run_weight = run_weight(p, s, r);
 	/* stamp and curr_avg_ns before running: the recompute reads all three */
 	if ((r->run_weight & PLACE_RUN_TIMED) && !stamped)
 		place_store_64(&c->stamp, place__now(p));

@@ -28,9 +28,8 @@ static inline uint64_t place__state(const struct place *p, int cpu)
  * (PLACE_ST_QUEUED_SAT: a lost count never comes back down) */
 static inline uint64_t place__st_dequeue(uint64_t word)
 {
-	uint32_t q = place__st_queued(word);
-
-	return q && q != PLACE_ST_QUEUED_SAT ? word - PLACE_ST_QUEUED_ONE : word;
+	/* q - 1 wraps for 0: one unsigned compare for both ends */
+	return place__st_queued(word) - 1 < PLACE_ST_QUEUED_SAT - 1 ? word - PLACE_ST_QUEUED_ONE : word;
 }
 
 /* Claim an available CPU: CLAIMED, one QUEUED task, a new generation.

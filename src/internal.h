@@ -411,6 +411,10 @@ struct place {
 	 * once by any thread (relaxed load, then store), read relaxed by
 	 * wakeups; a stale 0 costs one wakeup stacked the old way. */
 	uint32_t cookie_mixed;
+	/* COOKIES on and some core has a sibling: else place__cookie_on() is
+	 * false for every CPU, in one load (the run edges test it). Read-only
+	 * after create. */
+	bool cookie_cores;
 	place_clock_fn clock;
 	void *clock_arg;
 	uint64_t short_task_ns;

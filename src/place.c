@@ -103,6 +103,7 @@ static int build_map(struct place *p)
 		m->core = core;
 		m->node = t->cpu[cpu].node;
 		m->smt = place__core_weight(t, core);
+		p->cookie_cores |= m->smt > 1 && place__feat(p, PLACE_FEAT_COOKIES);
 		m->core_lo = m->pos;
 		for (int i = t->core_start[core]; i < t->core_start[core + 1]; i++)
 			if (t->cpu[t->core_cpus[i]].llc_pos < m->core_lo)

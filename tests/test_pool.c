@@ -432,6 +432,108 @@ START_TEST(t_cookie_refused_runs_after)
 }
 END_TEST
 
+/* ---- a hand-off goes on with one place_run_switch ------------------------- */
+
+struct relay {
+	pool_task task;
+	pool *p;
+	struct relay *peer;
+	int left;
+	int second;
+	unsigned *handoffs, *done;
+};
+
+/* Each run hands the CPU to the peer (PLACE_WAKE_CURRENT: the runnext
+ * slot); the first one's last run hands off to the second's last, which
+ * ends without waking. */
+static int relay_run(pool_task *t, int cpu)
+{
+	struct relay *a = (struct relay *)t;
+
+	if (--a->left > 0 || !a->second) {
+		__atomic_add_fetch(a->handoffs, 1, __ATOMIC_SEQ_CST);
+		ck_assert_int_eq(pool_wake(a->p, &a->peer->task, cpu, PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT), 0);
+	}
+	if (a->left > 0)
+		return POOL_SLEEP;
+	__atomic_add_fetch(a->done, 1, __ATOMIC_SEQ_CST);
+	return POOL_DONE;
+}
+
+/* PLACE mode: every hand-off's wakee is begun by the switch that ends the
+ * waker's run (place_run_switch), not by a run_end and a run_begin; LIFO
+ * mode has no libplace to switch in. */
+START_TEST(t_handoff_switches)
+{
+	pool *p = make(modes[_i], 0);
+	unsigned handoffs = 0, done = 0;
+	struct relay r[2];
+	struct pool_stats ps;
+	int n = scale(2000);
+
+	for (int k = 0; k < 2; k++) {
+		r[k] = (struct relay){ .p = p, .peer = &r[k ^ 1], .left = n, .second = k, .handoffs = &handoffs,
+				       .done = &done };
+		pool_task_init(&r[k].task, relay_run, NULL);
+	}
+	ck_assert_int_eq(pool_wake(p, &r[0].task, PLACE_CPU_NONE, 0), 0);
+	while (__atomic_load_n(&done, __ATOMIC_SEQ_CST) < 2)
+		sched_yield();
+	pool_stats_read(p, &ps);
+	pool_destroy(p);
+	ck_assert_uint_eq(handoffs, 2u * (unsigned)n - 1);
+	ck_assert_uint_eq(ps.runs, 2u * (unsigned)n);
+	ck_assert_uint_eq(ps.switches, modes[_i] == POOL_WAKE_PLACE ? handoffs : 0);
+}
+END_TEST
+
+/* One worker: a root wakes `kids` tasks, all queued on its ring; each run
+ * that ends with a task to take goes to it with place_run_switch. */
+struct fan {
+	pool_task task;
+	pool *p;
+	struct fan *kids;
+	int nkids;
+	unsigned *done;
+};
+
+static int fan_run(pool_task *t, int cpu)
+{
+	struct fan *f = (struct fan *)t;
+
+	for (int i = 0; i < f->nkids; i++)
+		ck_assert_int_eq(pool_wake(f->p, &f->kids[i].task, cpu, 0), 0);
+	__atomic_add_fetch(f->done, 1, __ATOMIC_SEQ_CST);
+	return POOL_DONE;
+}
+
+START_TEST(t_queued_runs_switch)
+{
+	struct pool_config cfg = { .mode = POOL_WAKE_PLACE, .max_workers = 1 };
+	enum { KIDS = 50 };
+	struct fan root, kids[KIDS];
+	struct pool_stats ps;
+	unsigned done = 0;
+	pool *p = NULL;
+
+	ck_assert_int_eq(pool_create(&p, &cfg), 0);
+	for (int i = 0; i < KIDS; i++) {
+		kids[i] = (struct fan){ .p = p, .done = &done };
+		pool_task_init(&kids[i].task, fan_run, NULL);
+	}
+	root = (struct fan){ .p = p, .kids = kids, .nkids = KIDS, .done = &done };
+	pool_task_init(&root.task, fan_run, NULL);
+	ck_assert_int_eq(pool_wake(p, &root.task, PLACE_CPU_NONE, 0), 0);
+	while (__atomic_load_n(&done, __ATOMIC_SEQ_CST) < KIDS + 1)
+		sched_yield();
+	pool_stats_read(p, &ps);
+	pool_destroy(p);
+	ck_assert_uint_eq(ps.runs, KIDS + 1);
+	/* the root to the first kid, each kid to the next; the last parks */
+	ck_assert_uint_eq(ps.switches, KIDS);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pool");
@@ -443,6 +545,8 @@ int main(void)
 	tcase_add_loop_test(tc, t_exactly_once_overflow, 0, 2);
 	tcase_add_loop_test(tc, t_actor_no_overlap_no_lost_wake, 0, 2);
 	tcase_add_loop_test(tc, t_no_worker_lost, 0, 2);
+	tcase_add_loop_test(tc, t_handoff_switches, 0, 2);
+	tcase_add_test(tc, t_queued_runs_switch);
 	tcase_add_loop_test(tc, t_shutdown_drains_chains, 0, 2);
 	tcase_add_loop_test(tc, t_create_destroy_idle, 0, 2);
 	tcase_add_test(tc, t_errors);
