@@ -171,16 +171,29 @@ PLACE_INLINE bool affine_by_load(uint32_t this_nr, uint32_t prev_nr, bool sync)
 	return this_load * 100 < (uint64_t)prev_nr * (100 + (IMBALANCE_PCT - 100) / 2) + sync;
 }
 
+/* HUB_STAYS: t (record r) wakes at least as many tasks as the waker's LLC
+ * has CPUs (wake_wide's factor): no one LLC holds its partners, so a SYNC
+ * pull from an idle prev in another LLC only buys it a refill there. */
+PLACE_INLINE bool hub_stays(const struct place *p, const struct place_task_rec *r, int this, int prev,
+			    uint64_t ps)
+{
+	const struct place_llc *llc = p->cpu[this].llc;
+
+	return place__feat(p, PLACE_FEAT_HUB_STAYS) && place__st_available(ps) && llc != p->cpu[prev].llc &&
+	       r->wakee_flips >= (uint32_t)llc->weight;
+}
+
 /* Waker (true) or prev (kernel wake_affine_idle(), then the load
- * comparison), from their states ts and ps as just probed. */
-PLACE_INLINE bool wake_affine(const struct place *p, int this, int prev, uint64_t ts, uint64_t ps, bool sync)
+ * comparison), from their states ts and ps as just probed; r is t's. */
+PLACE_INLINE bool wake_affine(const struct place *p, const struct place_task_rec *r, int this, int prev,
+			      uint64_t ts, uint64_t ps, bool sync)
 {
 	uint32_t this_nr = nr_running(p, this, ts);
 
 	if (place__st_available(ts) && p->map[this].llc == p->map[prev].llc)
 		return !place__st_available(ps);
 	if (sync && this_nr == 1)
-		return true;
+		return !hub_stays(p, r, this, prev, ps);
 	if (place__st_available(ps))
 		return false;
 	/* Seed 000: only with exactly one task there, else wakees pile up. */
@@ -209,7 +222,7 @@ PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task
 	}
 	if (prev < 0 || waker == prev)
 		return prev;
-	return wake_affine(p, waker, prev, ws, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
+	return wake_affine(p, r, waker, prev, ws, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
 }
 
 /* No usable prev (a new task): start in the LLC with the most available
