@@ -79,8 +79,11 @@ loads() { # $1 = cores: schbench's workers per message thread
 	echo "$out"
 }
 
-# TSV rows of one shape and workload -> one line of cells. Columns are found
-# by name in the header; the policy order inside a load does not matter.
+# TSV rows of one shape and workload -> one line of cells, then a tab and
+# each cell's unrounded ratio and misses (ratio,slow,late) for the summary,
+# which must count what the marks say (0.9799 prints as 0.980 but is slow).
+# Columns are found by name in the header; the policy order inside a load
+# does not matter.
 cells() {
 	awk -F'\t' -v c="$cand" '
 	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
@@ -92,6 +95,7 @@ cells() {
 		ok[l, p] = $col["ok"]
 	}
 	END {
+		tail = ""
 		for (k = 1; k <= n; k++) {
 			l = order[k]
 			best = thr[l, "lifo"] > thr[l, "random"] ? thr[l, "lifo"] : thr[l, "random"]
@@ -99,8 +103,9 @@ cells() {
 			q = p99[l, "lifo"] > 0 ? p99[l, c] / p99[l, "lifo"] : 1
 			bad = (r < 0.98 || q > 1.0 || !ok[l, c]) ? "*" : " "
 			printf " %5.3f/%4.2f%s", r, q, bad
+			tail = tail sprintf(" %.6f,%d,%d,%d", r, r < 0.98, q > 1.0, bad == "*")
 		}
-		printf "\n"
+		printf "\t%s\n", tail
 	}'
 }
 
@@ -128,15 +133,14 @@ rows=$(printf '%s\n' "$shapes" | while IFS='|' read -r name cores topo; do
 	run "$name" "$topo" hackbench "$(groups)" --senders $k --receivers $k --loops $((1600 / k)) --steal --runs $((runs + 2))
 	run "$name" "$topo" schbench "$(loads "$cores")" --msg-threads 2 --rounds 200 --steal
 done)
-printf '%s\n' "$rows"
-# The summary: cells that win on both counts, and the geometric mean of thr.
-printf '%s\n' "$rows" | awk -v c="$cand" '{
-	for (i = 3; i <= NF; i++) {
-		split($i, v, "/")
-		n++; lg += log(v[1])
-		if ($i ~ /\*/) miss++
-		if (v[1] + 0 < 0.98) slow++
-		if (v[2] + 0 > 1.0) late++
+printf '%s\n' "$rows" | cut -f1
+# The summary: cells that win on both counts, and the geometric mean of thr,
+# from the unrounded ratios after the tab.
+printf '%s\n' "$rows" | cut -f2 | awk -v c="$cand" '{
+	for (i = 1; i <= NF; i++) {
+		split($i, v, ",")
+		n++; lg += log(v[1] > 0 ? v[1] : 1e-9)
+		slow += v[2]; late += v[3]; miss += v[4]
 	}
 } END {
 	if (n) printf "summary: %s wins %d of %d cells (%d below 0.98 thr, %d above LIFO p99); thr geomean %.3f\n", c, n - miss, n, slow, late, exp(lg / n)
