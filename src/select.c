@@ -38,6 +38,7 @@ struct wake {
 	int waker;    /* the waking worker's CPU */
 	int prev;     /* where t last ran, if still usable */
 	uint64_t prev_state; /* its state when last probed (wake_init, wake_init_prev, stale_delivery) */
+	uint64_t waker_state; /* the waker's, when wake_target's choice read it (0: not read) */
 	int target;   /* wake_affine's choice: the fallback */
 	const struct place_cpu_map *tm; /* the target's map, and its LLC */
 	struct place_llc *tllc;
@@ -322,8 +323,10 @@ PLACE_INLINE int wake_target(struct wake *w)
 			place__st_usable(ws = probe(w, w->waker));
 	int choice = w->prev;
 
-	if (waker_ok)
+	if (waker_ok) {
+		w->waker_state = ws;
 		choice = affine_choice(w->p, w->t, w->r, w->waker, w->prev, w->flags, ws, w->prev_state);
+	}
 	if (w->prev < 0 && waker_ok && (w->flags & (PLACE_WAKE_NEW | PLACE_WAKE_SPREAD)) == PLACE_WAKE_NEW)
 		return fork_local(w);
 	if (w->prev < 0)
@@ -573,11 +576,15 @@ PLACE_INLINE int select_idle_sibling(struct wake *w)
 
 	w->tm = map_of(w, target);
 	w->tllc = &w->p->llc[w->tm->llc];
-	/* target is usually prev, whose state wake_init just read */
-	if (target == prev ? take_seen(w, prev, w->prev_state) : take(w, target))
+	/* target is prev or the waker, whose states this wakeup just read: a
+	 * second read of the same line would cost a probe and tell nothing new
+	 * (prev >= 0 is allowed, wake_prev(); so is a waker whose state was read) */
+	if (target == prev	       ? take_seen(w, prev, w->prev_state)
+	    : target == w->waker && w->waker_state ? take_seen(w, target, w->waker_state)
+						   : take(w, target))
 		return PLACE_STAT_hit_target;
 	prev_here = prev >= 0 && (prev == target || map_of(w, prev)->llc == w->tm->llc);
-	if (prev_here && prev != target && take(w, prev))
+	if (prev_here && prev != target && take_seen(w, prev, w->prev_state))
 		return PLACE_STAT_hit_prev;
 	recent = place__dense(w->p, w->r->recent_used_cpu); /* before we overwrite it */
 	if (!(w->flags & PLACE_WAKE_NOCLAIM))
@@ -668,7 +675,7 @@ PLACE_INLINE int wake_fill(struct wake *w, place *p, place_task *t, struct place
 	w->t = t;
 	w->flags = flags;
 	w->probes = w->lost = w->false_pos = 0;
-	w->prev_state = 0;
+	w->prev_state = w->waker_state = 0;
 	w->claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
 	w->cookies = place__feat(p, PLACE_FEAT_COOKIES);
 	w->cookie = w->cookies ? place_load_64(&w->r->cookie) : 0;
@@ -1085,13 +1092,14 @@ PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int waker_cpu, uns
 /* A worker waker chose itself (wake_affine): select_idle_sibling() from the
  * waker's CPU, closing the read section. */
 PLACE_NOINLINE int wake_affine_unlock(place *p, place_task *t, int waker, unsigned flags, int prev, uint64_t state,
-				      uint64_t probes)
+				      uint64_t probes, uint64_t ws)
 {
 	struct wake w;
 	int cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, probes);
 
 	if (!cpu) {
 		w.target = waker;
+		w.waker_state = ws;
 		place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1);
 		cpu = wake_from_target(&w);
 	}
@@ -1165,7 +1173,7 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 			return wakeup_unlock(p, t, waker_cpu, flags);
 		/* glance() let only SYNC through: say so, the other tests fold */
 		if (affine_choice(p, t, r, waker, prev, flags & PLACE_WAKE_SYNC, ws, state) != prev)
-			return wake_affine_unlock(p, t, waker, flags, prev, state, probes);
+			return wake_affine_unlock(p, t, waker, flags, prev, state, probes, ws);
 	}
 	if (g == PREV_IDLE)
 		return prev_idle_unlock(p, t, waker_cpu, waker, flags, prev, state, probes);

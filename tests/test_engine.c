@@ -326,6 +326,36 @@ START_TEST(t_sync_hub_stays)
 }
 END_TEST
 
+/*
+ * A wakeup reads each CPU's state once: pulled onto its busy waker (SYNC,
+ * CPU 0) with its prev (CPU 3) busy in the same LLC, select_idle_sibling()
+ * takes the waker's and prev's states as wake_target() read them, and the
+ * scan then finds CPU 1: three probes, not five. Both paths (the worker
+ * short path, and the whole path that a cpu_set_t forces).
+ */
+START_TEST(t_states_read_once)
+{
+	struct env e;
+	cpu_set_t set;
+	place_task *t;
+
+	env_open(&e, "synthetic:pack:1 l3:1 core:8 pu:1", PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 0, &e.task[32]);
+	env_run(&e, 3, &e.task[33]);
+	t = env_task_on(&e, 1, 3);
+	if (_i) {
+		CPU_ZERO(&set);
+		for (int cpu = 0; cpu < 8; cpu++)
+			CPU_SET(cpu, &set);
+		ck_assert_int_eq(place_task_set_cpus(t, &set, sizeof(set)), 0);
+	}
+	ck_assert_int_eq(env_wake(&e, t, 0, PLACE_WAKE_SYNC), 1);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
+	ck_assert_uint_eq(env_stats(&e).cpus_probed, 3); /* prev, the waker, then 1 */
+	env_close(&e);
+}
+END_TEST
+
 /* PLACE_WAKE_CURRENT: the waker hands its CPU to t, even with t's prev idle
  * in its LLC (where SYNC alone sends it, as the kernel does); queued, not
  * claimed. Not when t's cpu_set_t forbids that CPU or a sibling runs
@@ -1290,6 +1320,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
 	tcase_add_loop_test(tc, t_sync_hub_stays, 0, 4);
+	tcase_add_loop_test(tc, t_states_read_once, 0, 2);
 	tcase_add_loop_test(tc, t_handoff, 0, 3);
 	tcase_add_loop_test(tc, t_wakeup_ex_claimed, 0, 3);
 	tcase_add_test(tc, t_short_task_never_stacks_on_two);
