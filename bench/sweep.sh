@@ -12,13 +12,16 @@
 # the same binary gives the same bytes. Run from the top of the tree or from
 # build/:   bench/sweep.sh [--sim PATH] [--runs N] [--seed S] [--raw DIR]
 #                                    [--shapes LIST] [--policies LIST] [--model OPTS]
-#                                    [--candidate NAME]
+#                                    [--candidate NAME] [--shape 'NAME|CORES|TOPO']...
 #
 # --raw DIR keeps place-sim's TSV rows (every counter) for each shape and
 # workload; --shapes takes a comma list of shape names (smt1,...); --model
 # passes machine-model options to place-sim (e.g. '--probe-ns 0': what the
 # decisions' cost accounts for); --candidate compares another libplace
-# variant in sis_core's place (e.g. sis_core/no-widen).
+# variant in sis_core's place (e.g. sis_core/no-widen); --shape runs a shape
+# of your own instead of the seven (repeatable; CORES counts cores, not CPUs,
+# TOPO is an hwloc synthetic string), to check a change on shapes it was not
+# tuned on.
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -eu
@@ -31,6 +34,7 @@ only=
 model=
 cand=sis_core
 policies=
+own=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sim) sim=$2; shift 2 ;;
@@ -41,7 +45,9 @@ while [ $# -gt 0 ]; do
 	--policies) policies=$2; shift 2 ;;
 	--model) model=$2; shift 2 ;;
 	--candidate) cand=$2; shift 2 ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	--shape) own="$own${own:+
+}$2"; shift 2 ;;
+	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -62,6 +68,7 @@ l2clu|32|pack:1 l3:1 l2:8 core:4 pu:1
 4sock|64|pack:4 [numa] l3:2 core:8 pu:2(indexes=core)
 8sock|64|pack:8 [numa] l3:1 core:8 pu:1
 zen3|128|pack:2 [numa] l3:8(size=32MiB) l2:8(size=512KiB) l1d:1(size=32KiB) core:1 pu:2(indexes=core)'
+[ -z "$own" ] || shapes=$own
 # Tasks per core, in quarters: 0.25x 0.5x 1x 1.25x 1.5x 2x 4x.
 quarters='1 2 4 5 6 8 16'
 
