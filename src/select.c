@@ -579,9 +579,9 @@ PLACE_INLINE int select_idle_sibling(struct wake *w)
 	/* target is prev or the waker, whose states this wakeup just read: a
 	 * second read of the same line would cost a probe and tell nothing new
 	 * (prev >= 0 is allowed, wake_prev(); so is a waker whose state was read) */
-	if (target == prev	       ? take_seen(w, prev, w->prev_state)
+	if (target == prev ? take_seen(w, prev, w->prev_state)
 	    : target == w->waker && w->waker_state ? take_seen(w, target, w->waker_state)
-						   : take(w, target))
+	    : take(w, target))
 		return PLACE_STAT_hit_target;
 	prev_here = prev >= 0 && (prev == target || map_of(w, prev)->llc == w->tm->llc);
 	if (prev_here && prev != target && take_seen(w, prev, w->prev_state))
@@ -854,6 +854,7 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 		return place__why(-ESRCH, PLACE_WHY_NONE_ALLOWED, 0, 0);
 	if (err > 0) {
 		give_up_delivery(p, w.r); /* a new placement's, now that it has a target */
+		w.waker_state = 0; /* the CPU given up may be the waker's: read it again */
 		if (w.prev >= 0) /* fork-local: the creator's CPU may be the one given up */
 			w.prev_state = probe(&w, w.prev);
 	}
