@@ -12,13 +12,16 @@
 # the same binary gives the same bytes. Run from the top of the tree or from
 # build/:   bench/sweep.sh [--sim PATH] [--runs N] [--seed S] [--raw DIR]
 #                                    [--shapes LIST] [--policies LIST] [--model OPTS]
-#                                    [--candidate NAME]
+#                                    [--candidate NAME] [--shape 'NAME|CORES|TOPO']...
 #
 # --raw DIR keeps place-sim's TSV rows (every counter) for each shape and
 # workload; --shapes takes a comma list of shape names (smt1,...); --model
 # passes machine-model options to place-sim (e.g. '--probe-ns 0': what the
 # decisions' cost accounts for); --candidate compares another libplace
-# variant in sis_core's place (e.g. sis_core/no-widen).
+# variant in sis_core's place (e.g. sis_core/no-widen); --shape runs a shape
+# of your own instead of the seven (repeatable; CORES counts cores, not CPUs,
+# TOPO is an hwloc synthetic string), to check a change on shapes it was not
+# tuned on.
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -eu
@@ -31,6 +34,7 @@ only=
 model=
 cand=sis_core
 policies=
+own=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sim) sim=$2; shift 2 ;;
@@ -41,7 +45,9 @@ while [ $# -gt 0 ]; do
 	--policies) policies=$2; shift 2 ;;
 	--model) model=$2; shift 2 ;;
 	--candidate) cand=$2; shift 2 ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	--shape) own="$own${own:+
+}$2"; shift 2 ;;
+	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -62,6 +68,7 @@ l2clu|32|pack:1 l3:1 l2:8 core:4 pu:1
 4sock|64|pack:4 [numa] l3:2 core:8 pu:2(indexes=core)
 8sock|64|pack:8 [numa] l3:1 core:8 pu:1
 zen3|128|pack:2 [numa] l3:8(size=32MiB) l2:8(size=512KiB) l1d:1(size=32KiB) core:1 pu:2(indexes=core)'
+[ -z "$own" ] || shapes=$own
 # Tasks per core, in quarters: 0.25x 0.5x 1x 1.25x 1.5x 2x 4x.
 quarters='1 2 4 5 6 8 16'
 
@@ -79,8 +86,11 @@ loads() { # $1 = cores: schbench's workers per message thread
 	echo "$out"
 }
 
-# TSV rows of one shape and workload -> one line of cells. Columns are found
-# by name in the header; the policy order inside a load does not matter.
+# TSV rows of one shape and workload -> one line of cells, then a tab and
+# each cell's unrounded ratio and misses (ratio,slow,late) for the summary,
+# which must count what the marks say (0.9799 prints as 0.980 but is slow).
+# Columns are found by name in the header; the policy order inside a load
+# does not matter.
 cells() {
 	awk -F'\t' -v c="$cand" '
 	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
@@ -92,6 +102,7 @@ cells() {
 		ok[l, p] = $col["ok"]
 	}
 	END {
+		tail = ""
 		for (k = 1; k <= n; k++) {
 			l = order[k]
 			best = thr[l, "lifo"] > thr[l, "random"] ? thr[l, "lifo"] : thr[l, "random"]
@@ -99,8 +110,9 @@ cells() {
 			q = p99[l, "lifo"] > 0 ? p99[l, c] / p99[l, "lifo"] : 1
 			bad = (r < 0.98 || q > 1.0 || !ok[l, c]) ? "*" : " "
 			printf " %5.3f/%4.2f%s", r, q, bad
+			tail = tail sprintf(" %.6f,%d,%d,%d", r, r < 0.98, q > 1.0, bad == "*")
 		}
-		printf "\n"
+		printf "\t%s\n", tail
 	}'
 }
 
@@ -128,15 +140,14 @@ rows=$(printf '%s\n' "$shapes" | while IFS='|' read -r name cores topo; do
 	run "$name" "$topo" hackbench "$(groups)" --senders $k --receivers $k --loops $((1600 / k)) --steal --runs $((runs + 2))
 	run "$name" "$topo" schbench "$(loads "$cores")" --msg-threads 2 --rounds 200 --steal
 done)
-printf '%s\n' "$rows"
-# The summary: cells that win on both counts, and the geometric mean of thr.
-printf '%s\n' "$rows" | awk -v c="$cand" '{
-	for (i = 3; i <= NF; i++) {
-		split($i, v, "/")
-		n++; lg += log(v[1])
-		if ($i ~ /\*/) miss++
-		if (v[1] + 0 < 0.98) slow++
-		if (v[2] + 0 > 1.0) late++
+printf '%s\n' "$rows" | cut -f1
+# The summary: cells that win on both counts, and the geometric mean of thr,
+# from the unrounded ratios after the tab.
+printf '%s\n' "$rows" | cut -f2 | awk -v c="$cand" '{
+	for (i = 1; i <= NF; i++) {
+		split($i, v, ",")
+		n++; lg += log(v[1] > 0 ? v[1] : 1e-9)
+		slow += v[2]; late += v[3]; miss += v[4]
 	}
 } END {
 	if (n) printf "summary: %s wins %d of %d cells (%d below 0.98 thr, %d above LIFO p99); thr geomean %.3f\n", c, n - miss, n, slow, late, exp(lg / n)

@@ -281,7 +281,16 @@ enum place_policy {
  * inside the cluster are counted in hit_cluster. No effect where the
  * topology has no cluster (most x86). */
 #define PLACE_FEAT_CLUSTER      (1u << 8)
-#define PLACE_FEAT_ALL          (0x1ffu)
+/* A hub stays: a SYNC wakeup does not pull t from an idle prev into the
+ * waker's LLC when t itself wakes many others (it switched wakee at least
+ * as often as the waker's LLC has CPUs, wake_wide's factor, in the last
+ * second or so): its partners do not fit in one LLC, so the pull only
+ * costs it a cache refill, and the next round's partner pulls it back (a
+ * message or dispatcher thread woken by each worker's reply in turn). A
+ * pair that wakes only each other is pulled together as the kernel does.
+ * Costs nothing but on a SYNC wakeup whose waker runs one task. */
+#define PLACE_FEAT_HUB_STAYS    (1u << 10)
+#define PLACE_FEAT_ALL          (0x5ffu)
 #define PLACE_FEAT_DEFAULT      PLACE_FEAT_ALL
 
 /* Time in nanoseconds from an arbitrary origin, non-decreasing. */

@@ -38,6 +38,7 @@ struct wake {
 	int waker;    /* the waking worker's CPU */
 	int prev;     /* where t last ran, if still usable */
 	uint64_t prev_state; /* its state when last probed (wake_init, wake_init_prev, stale_delivery) */
+	uint64_t waker_state; /* the waker's, when wake_target's choice read it (0: not read) */
 	int target;   /* wake_affine's choice: the fallback */
 	const struct place_cpu_map *tm; /* the target's map, and its LLC */
 	struct place_llc *tllc;
@@ -171,16 +172,29 @@ PLACE_INLINE bool affine_by_load(uint32_t this_nr, uint32_t prev_nr, bool sync)
 	return this_load * 100 < (uint64_t)prev_nr * (100 + (IMBALANCE_PCT - 100) / 2) + sync;
 }
 
+/* HUB_STAYS: t (record r) wakes at least as many tasks as the waker's LLC
+ * has CPUs (wake_wide's factor): no one LLC holds its partners, so a SYNC
+ * pull from an idle prev in another LLC only buys it a refill there. */
+PLACE_INLINE bool hub_stays(const struct place *p, const struct place_task_rec *r, int this, int prev,
+			    uint64_t ps)
+{
+	const struct place_llc *llc = p->cpu[this].llc;
+
+	return place__feat(p, PLACE_FEAT_HUB_STAYS) && place__st_available(ps) && llc != p->cpu[prev].llc &&
+	       r->wakee_flips >= (uint32_t)llc->weight;
+}
+
 /* Waker (true) or prev (kernel wake_affine_idle(), then the load
- * comparison), from their states ts and ps as just probed. */
-PLACE_INLINE bool wake_affine(const struct place *p, int this, int prev, uint64_t ts, uint64_t ps, bool sync)
+ * comparison), from their states ts and ps as just probed; r is t's. */
+PLACE_INLINE bool wake_affine(const struct place *p, const struct place_task_rec *r, int this, int prev,
+			      uint64_t ts, uint64_t ps, bool sync)
 {
 	uint32_t this_nr = nr_running(p, this, ts);
 
 	if (place__st_available(ts) && p->map[this].llc == p->map[prev].llc)
 		return !place__st_available(ps);
 	if (sync && this_nr == 1)
-		return true;
+		return !hub_stays(p, r, this, prev, ps);
 	if (place__st_available(ps))
 		return false;
 	/* Seed 000: only with exactly one task there, else wakees pile up. */
@@ -209,7 +223,7 @@ PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task
 	}
 	if (prev < 0 || waker == prev)
 		return prev;
-	return wake_affine(p, waker, prev, ws, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
+	return wake_affine(p, r, waker, prev, ws, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
 }
 
 /* No usable prev (a new task): start in the LLC with the most available
@@ -309,8 +323,10 @@ PLACE_INLINE int wake_target(struct wake *w)
 			place__st_usable(ws = probe(w, w->waker));
 	int choice = w->prev;
 
-	if (waker_ok)
+	if (waker_ok) {
+		w->waker_state = ws;
 		choice = affine_choice(w->p, w->t, w->r, w->waker, w->prev, w->flags, ws, w->prev_state);
+	}
 	if (w->prev < 0 && waker_ok && (w->flags & (PLACE_WAKE_NEW | PLACE_WAKE_SPREAD)) == PLACE_WAKE_NEW)
 		return fork_local(w);
 	if (w->prev < 0)
@@ -560,11 +576,15 @@ PLACE_INLINE int select_idle_sibling(struct wake *w)
 
 	w->tm = map_of(w, target);
 	w->tllc = &w->p->llc[w->tm->llc];
-	/* target is usually prev, whose state wake_init just read */
-	if (target == prev ? take_seen(w, prev, w->prev_state) : take(w, target))
+	/* target is prev or the waker, whose states this wakeup just read: a
+	 * second read of the same line would cost a probe and tell nothing new
+	 * (prev >= 0 is allowed, wake_prev(); so is a waker whose state was read) */
+	if (target == prev ? take_seen(w, prev, w->prev_state)
+	    : target == w->waker && w->waker_state ? take_seen(w, target, w->waker_state)
+	    : take(w, target))
 		return PLACE_STAT_hit_target;
 	prev_here = prev >= 0 && (prev == target || map_of(w, prev)->llc == w->tm->llc);
-	if (prev_here && prev != target && take(w, prev))
+	if (prev_here && prev != target && take_seen(w, prev, w->prev_state))
 		return PLACE_STAT_hit_prev;
 	recent = place__dense(w->p, w->r->recent_used_cpu); /* before we overwrite it */
 	if (!(w->flags & PLACE_WAKE_NOCLAIM))
@@ -655,7 +675,7 @@ PLACE_INLINE int wake_fill(struct wake *w, place *p, place_task *t, struct place
 	w->t = t;
 	w->flags = flags;
 	w->probes = w->lost = w->false_pos = 0;
-	w->prev_state = 0;
+	w->prev_state = w->waker_state = 0;
 	w->claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
 	w->cookies = place__feat(p, PLACE_FEAT_COOKIES);
 	w->cookie = w->cookies ? place_load_64(&w->r->cookie) : 0;
@@ -834,6 +854,7 @@ PLACE_INLINE int wakeup(place *p, place_task *t, int waker_cpu, unsigned flags)
 		return place__why(-ESRCH, PLACE_WHY_NONE_ALLOWED, 0, 0);
 	if (err > 0) {
 		give_up_delivery(p, w.r); /* a new placement's, now that it has a target */
+		w.waker_state = 0; /* the CPU given up may be the waker's: read it again */
 		if (w.prev >= 0) /* fork-local: the creator's CPU may be the one given up */
 			w.prev_state = probe(&w, w.prev);
 	}
@@ -1072,13 +1093,14 @@ PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int waker_cpu, uns
 /* A worker waker chose itself (wake_affine): select_idle_sibling() from the
  * waker's CPU, closing the read section. */
 PLACE_NOINLINE int wake_affine_unlock(place *p, place_task *t, int waker, unsigned flags, int prev, uint64_t state,
-				      uint64_t probes)
+				      uint64_t probes, uint64_t ws)
 {
 	struct wake w;
 	int cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, probes);
 
 	if (!cpu) {
 		w.target = waker;
+		w.waker_state = ws;
 		place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1);
 		cpu = wake_from_target(&w);
 	}
@@ -1152,7 +1174,7 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 			return wakeup_unlock(p, t, waker_cpu, flags);
 		/* glance() let only SYNC through: say so, the other tests fold */
 		if (affine_choice(p, t, r, waker, prev, flags & PLACE_WAKE_SYNC, ws, state) != prev)
-			return wake_affine_unlock(p, t, waker, flags, prev, state, probes);
+			return wake_affine_unlock(p, t, waker, flags, prev, state, probes, ws);
 	}
 	if (g == PREV_IDLE)
 		return prev_idle_unlock(p, t, waker_cpu, waker, flags, prev, state, probes);

@@ -289,6 +289,73 @@ START_TEST(t_sync_goes_to_waker)
 }
 END_TEST
 
+/*
+ * HUB_STAYS. LLC 0 (CPUs 0-3) busy, the waker on CPU 0 running one task;
+ * the wakee's prev, CPU 5 in LLC 1, is idle. A wakee that wakes many
+ * others itself (its flips as record_wakee leaves them after four switches,
+ * LLC 0's weight) stays on its idle prev under SYNC; one that switched less
+ * often, or any wakee with the feature off, is pulled onto the waker as the
+ * kernel does (LLC 0 has nothing idle: it queues there).
+ */
+START_TEST(t_sync_hub_stays)
+{
+	static const struct {
+		unsigned feat;
+		uint32_t flips;
+		int want;
+	} c[] = {
+		{ PLACE_FEAT_DEFAULT, 4, 5 },
+		{ PLACE_FEAT_DEFAULT, 40, 5 },
+		{ PLACE_FEAT_DEFAULT, 3, 0 },
+		{ PLACE_FEAT_DEFAULT & ~PLACE_FEAT_HUB_STAYS, 4, 0 },
+	};
+	struct env e;
+	place_task *t;
+
+	env_open(&e, TOPO_2LLC, PLACE_POLICY_SIS_CORE, c[_i].feat, true);
+	for (int cpu = 0; cpu < 4; cpu++)
+		env_run(&e, cpu, &e.task[32 + cpu]);
+	t = env_task_on(&e, 1, 5);
+	place__rec(t)->wakee_flips = c[_i].flips;
+	ck_assert_int_eq(env_wake(&e, t, 0, PLACE_WAKE_SYNC), c[_i].want);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, c[_i].want == 0);
+	/* without SYNC an idle prev keeps any wakee (wake_affine_idle) */
+	ck_assert_int_eq(place_task_forget(e.p, t), 0);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 6), 0, 0), 6);
+	env_close(&e);
+}
+END_TEST
+
+/*
+ * A wakeup reads each CPU's state once: pulled onto its busy waker (SYNC,
+ * CPU 0) with its prev (CPU 3) busy in the same LLC, select_idle_sibling()
+ * takes the waker's and prev's states as wake_target() read them, and the
+ * scan then finds CPU 1: three probes, not five. Both paths (the worker
+ * short path, and the whole path that a cpu_set_t forces).
+ */
+START_TEST(t_states_read_once)
+{
+	struct env e;
+	cpu_set_t set;
+	place_task *t;
+
+	env_open(&e, "synthetic:pack:1 l3:1 core:8 pu:1", PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 0, &e.task[32]);
+	env_run(&e, 3, &e.task[33]);
+	t = env_task_on(&e, 1, 3);
+	if (_i) {
+		CPU_ZERO(&set);
+		for (int cpu = 0; cpu < 8; cpu++)
+			CPU_SET(cpu, &set);
+		ck_assert_int_eq(place_task_set_cpus(t, &set, sizeof(set)), 0);
+	}
+	ck_assert_int_eq(env_wake(&e, t, 0, PLACE_WAKE_SYNC), 1);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
+	ck_assert_uint_eq(env_stats(&e).cpus_probed, 3); /* prev, the waker, then 1 */
+	env_close(&e);
+}
+END_TEST
+
 /* PLACE_WAKE_CURRENT: the waker hands its CPU to t, even with t's prev idle
  * in its LLC (where SYNC alone sends it, as the kernel does); queued, not
  * claimed. Not when t's cpu_set_t forbids that CPU or a sibling runs
@@ -1252,6 +1319,8 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_claim_clears_stale_bit);
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
+	tcase_add_loop_test(tc, t_sync_hub_stays, 0, 4);
+	tcase_add_loop_test(tc, t_states_read_once, 0, 2);
 	tcase_add_loop_test(tc, t_handoff, 0, 3);
 	tcase_add_loop_test(tc, t_wakeup_ex_claimed, 0, 3);
 	tcase_add_test(tc, t_short_task_never_stacks_on_two);
