@@ -189,6 +189,20 @@ PLACE_INLINE bool wake_affine(const struct place *p, int this, int prev, uint64_
 	return affine_by_load(this_nr, nr_running(p, prev, ps), sync);
 }
 
+/* Does prev decide without the waker's state? A wakeup without SYNC whose
+ * prev was just seen available (ps) gets prev from wake_affine() whatever
+ * the waker runs (only SYNC pulls a wakee off an idle prev); and the NUMA
+ * rule (a pure function of the nodes and t's group) does not apply. Then
+ * the waker's CPU is not read: the wakeup probes prev alone. A 1:N waker
+ * (a reader waking every writer that waits on its pipe) pays one remote
+ * line per wakee fewer on its own critical path. */
+PLACE_INLINE bool prev_decides(const struct place *p, int prev, uint64_t ps, int waker, unsigned flags,
+			       uint32_t group)
+{
+	return prev >= 0 && place__st_available(ps) && !(flags & PLACE_WAKE_SYNC) &&
+	       !place__numa_cross(p, group, prev, waker);
+}
+
 /* wake_target()'s choice for a usable waker (dense, in state ws) and prev
  * (dense in state ps, -1 none: then prev, after recording the wakee):
  * record the wakee, then wake_wide and wake_affine pick the waker or prev.
@@ -305,8 +319,10 @@ PLACE_INLINE int fork_local(struct wake *w)
 PLACE_INLINE int wake_target(struct wake *w)
 {
 	uint64_t ws = 0;
+	/* prev_decides(): the waker only records its wakee, unread */
 	bool waker_ok = w->waker >= 0 && place__allowed(w->p, w->t, w->waker) &&
-			place__st_usable(ws = probe(w, w->waker));
+			(prev_decides(w->p, w->prev, w->prev_state, w->waker, w->flags, w->group) ||
+			 place__st_usable(ws = probe(w, w->waker)));
 	int choice = w->prev;
 
 	if (waker_ok)
@@ -1146,6 +1162,10 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	group = place_load_32(&r->group);
 	if (place__numa_check(p, group))
 		return wakeup_unlock(p, t, waker_cpu, flags);
+	if (g == PREV_IDLE && prev_decides(p, prev, state, waker, flags, group)) {
+		affine_choice(p, t, r, waker, prev, 0, 0, state); /* records the wakee: prev */
+		return prev_idle_unlock(p, t, waker_cpu, waker, flags, prev, state, probes - 1);
+	}
 	ws = place__state(p, waker);
 	if (place__st_usable(ws)) {
 		if (place__numa_cross(p, group, prev, waker))

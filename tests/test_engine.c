@@ -235,6 +235,46 @@ START_TEST(t_claim_clears_stale_bit)
 }
 END_TEST
 
+/*
+ * A worker's wakeup without SYNC whose prev is idle gets prev whatever the
+ * waker's CPU is doing (wake_affine), so it reads prev's line alone: one
+ * probe, not two, on the short path and on the whole path (a cpu_set_t)
+ * alike, and the waker still records its wakee (wake_wide's flips). A
+ * reader waking every writer that waits on its pipe pays this per writer
+ * (the simulator's hackbench storm, BENCHMARKS.md). SYNC may pull the
+ * wakee onto the waker: it reads the waker's state as before.
+ */
+START_TEST(t_idle_prev_skips_waker)
+{
+	struct env e;
+	place_stats s0, s1;
+	cpu_set_t all;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 0, &e.task[32]); /* the waker, on CPU 0 */
+	s0 = env_stats(&e);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 4), 0, 0), 4);
+	s1 = env_stats(&e);
+	ck_assert_uint_eq(s1.cpus_probed - s0.cpus_probed, 1);
+	ck_assert_ptr_eq(place__rec(&e.task[32])->last_wakee, &e.task[1]);
+	CPU_ZERO(&all);
+	for (int c = 0; c < e.nr_cpus; c++)
+		CPU_SET(c, &all);
+	ck_assert_int_eq(place_task_set_cpus(&e.task[2], &all, sizeof(all)), 0);
+	s0 = s1;
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 6), 0, 0), 6);
+	s1 = env_stats(&e);
+	ck_assert_uint_eq(s1.cpus_probed - s0.cpus_probed, 1);
+	ck_assert_ptr_eq(place__rec(&e.task[32])->last_wakee, &e.task[2]);
+	ck_assert_uint_eq(place__rec(&e.task[32])->wakee_flips, 2);
+	s0 = s1;
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 2), 0, PLACE_WAKE_SYNC), 2);
+	s1 = env_stats(&e);
+	ck_assert_uint_ge(s1.cpus_probed - s0.cpus_probed, 2);
+	env_close(&e);
+}
+END_TEST
+
 /* Two wakeups never return the same idle CPU while idle CPUs remain: eight
  * wakeups from mixed wakers and prevs take eight different CPUs. */
 START_TEST(t_no_two_wakeups_same_cpu)
@@ -1250,6 +1290,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_pending_skips_mask);
 	tcase_add_test(tc, t_repair_and_sibling_rescan);
 	tcase_add_test(tc, t_claim_clears_stale_bit);
+	tcase_add_test(tc, t_idle_prev_skips_waker);
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
 	tcase_add_loop_test(tc, t_handoff, 0, 3);
