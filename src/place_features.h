@@ -28,3 +28,5 @@ PLACE_FEAT(NUMA, "cross-node wakeups prefer the node where the task's group runs
 PLACE_FEAT(WIDEN, "nothing idle in the target's LLC: an idle core, then CPU, in its node, then anywhere")
 /* Keeps a wakee under the target's L2 where clusters share one (SD_CLUSTER); no cost without clusters. */
 PLACE_FEAT(CLUSTER, "the LLC scans try the target's cluster first")
+/* Keeps a wakee beside its cache when the waker's LLC is full; costs one mask load per cross-LLC pull. */
+PLACE_FEAT(PULL_IDLE, "wake_affine pulls across LLCs onto a busy waker only into an LLC with an idle CPU")

@@ -444,6 +444,42 @@ START_TEST(t_short_task_never_stacks_on_two)
 }
 END_TEST
 
+/*
+ * PULL_IDLE: the short-task rule pulls a wakee off prev's LLC onto the busy
+ * waker only while the waker's LLC has an idle CPU in its mask; into a full
+ * LLC the wakee would queue behind the waker and lose its cache, so it
+ * stays in prev's LLC (here on its idle CPU 6). With an idle CPU back in
+ * the waker's LLC the pull is made again; without PULL_IDLE it always is.
+ */
+START_TEST(t_pull_needs_idle)
+{
+	struct env e;
+	int cpu;
+
+	for (int on = 1; on >= 0; on--) {
+		affine_setup(&e, on ? PLACE_FEAT_DEFAULT : PLACE_FEAT_DEFAULT & ~PLACE_FEAT_PULL_IDLE);
+		/* a failed scan of LLC 0 repairs its stale bits (WIDEN answers 6):
+		 * the mask is empty */
+		ck_assert_int_eq(env_wake(&e, env_task_on(&e, 0, 1), PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM), 6);
+		ck_assert_uint_eq(env_mask(&e, 0), 0);
+		make_short(&e, 0, &e.task[32]);
+		cpu = env_wake(&e, env_task_on(&e, 1, 5), 0, 0);
+		if (!on) {
+			ck_assert_int_eq(cpu, 0); /* seed 000's rule alone: stacked on the waker */
+			env_close(&e);
+			continue;
+		}
+		ck_assert_int_eq(cpu, 6);
+		ck_assert_uint_eq(env_stats(&e).affine_wakeups, 0);
+		env_park(&e, 3, &e.task[35]); /* LLC 0 has an idle CPU again */
+		cpu = env_wake(&e, env_task_on(&e, 2, 5), 0, 0);
+		ck_assert_msg(cpu == 0 || cpu == 3, "expected the waker's LLC, got %d", cpu);
+		ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
+		env_close(&e);
+	}
+}
+END_TEST
+
 /* Drive the LLC at busy fraction pct for n periods of util_period_ns; the
  * bound is recomputed on run_end, so the last period is sampled by a short
  * run on CPU 0. */
@@ -1296,6 +1332,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_handoff, 0, 3);
 	tcase_add_loop_test(tc, t_wakeup_ex_claimed, 0, 3);
 	tcase_add_test(tc, t_short_task_never_stacks_on_two);
+	tcase_add_test(tc, t_pull_needs_idle);
 	tcase_add_test(tc, t_scan_bound);
 	tcase_add_test(tc, t_util_is_run_time);
 	tcase_add_test(tc, t_scan_bound_stops_scan);
