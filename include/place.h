@@ -281,12 +281,13 @@ enum place_policy {
  * inside the cluster are counted in hit_cluster. No effect where the
  * topology has no cluster (most x86). */
 #define PLACE_FEAT_CLUSTER      (1u << 8)
-/* Pull into idle only: wake_affine's short-task and load rules move t off
- * its previous CPU's LLC onto a busy waker's CPU only when the waker's LLC
- * has an idle CPU in its mask (for the LLC scan to take). Into a busy LLC
- * the pull would queue t behind the waker and lose its cache as well; t
- * stays in prev's LLC (and WIDEN looks further when that LLC is full too).
- * SYNC (the waker runs one task, about to sleep) pulls as before. On by
+/* Pull only for a gain: wake_affine's short-task rule (the waker runs one
+ * short task) moves t off its previous CPU's LLC onto the busy waker only
+ * when the waker's LLC has an idle CPU in its mask (for the LLC scan to
+ * take) or t's previous CPU has work queued (the waker is then the
+ * shorter wait). Otherwise t would queue behind one task on either side
+ * and lose its cache as well: it stays in prev's LLC (WIDEN looks further
+ * when that is full too). SYNC and the load rule pull as before. On by
  * default; costs one load of the waker LLC's mask where such a pull would
  * happen. No effect with PLACE_POLICY_LINEAR (no mask) or a single LLC. */
 #define PLACE_FEAT_PULL_IDLE    (1u << 9)

@@ -29,4 +29,4 @@ PLACE_FEAT(WIDEN, "nothing idle in the target's LLC: an idle core, then CPU, in 
 /* Keeps a wakee under the target's L2 where clusters share one (SD_CLUSTER); no cost without clusters. */
 PLACE_FEAT(CLUSTER, "the LLC scans try the target's cluster first")
 /* Keeps a wakee beside its cache when the waker's LLC is full; costs one mask load per cross-LLC pull. */
-PLACE_FEAT(PULL_IDLE, "wake_affine pulls across LLCs onto a busy waker only into an LLC with an idle CPU")
+PLACE_FEAT(PULL_IDLE, "the short-task pull crosses LLCs only for an idle CPU or a shorter queue")

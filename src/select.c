@@ -171,19 +171,20 @@ PLACE_INLINE bool affine_by_load(uint32_t this_nr, uint32_t prev_nr, bool sync)
 	return this_load * 100 < (uint64_t)prev_nr * (100 + (IMBALANCE_PCT - 100) / 2) + sync;
 }
 
-/* PULL_IDLE: may the short-task or load rule pull t off prev's LLC onto
- * the busy waker (this)? Only where the waker's LLC mask holds a bit, an
- * idle CPU for select_idle_sibling() to take there. Into a busy LLC the
- * pull queues t behind the waker and costs it prev's cache too: at 4x the
- * cores, 2,611 of 23,713 hackbench wakeups on the 4-socket model went to
- * a waker in another LLC (1,870 another node) and the refills cost 34 ms
- * of CPU time against LIFO's 13. SYNC (the waker sleeps next) still pulls.
- * LINEAR keeps no mask (always full): no effect. */
-PLACE_INLINE bool pull_ok(const struct place *p, int this, int prev)
+/* PULL_IDLE: may seed 000's rule pull t off prev's LLC onto the waker
+ * (this, busy with one short task)? Only for an idle CPU in the waker's
+ * LLC (the scan there takes it) or a shorter wait than prev's (prev_nr
+ * tasks there: more than one). Else t would queue behind one task on
+ * either side and lose its cache as well: at 4x the cores, hackbench on
+ * the 4-socket model sent 2,611 of 23,713 wakeups to a waker in another
+ * LLC (1,870 another node) and their refills cost 34 ms of CPU time
+ * against LIFO's 13. The load rule pulls only to a shorter queue anyway;
+ * SYNC is untouched. LINEAR keeps no mask (always full): no effect. */
+PLACE_INLINE bool pull_ok(const struct place *p, int this, int prev, uint32_t prev_nr)
 {
 	const struct place_llc *llc = &p->llc[p->map[this].llc];
 
-	return p->map[this].llc == p->map[prev].llc || !place__feat(p, PLACE_FEAT_PULL_IDLE) ||
+	return p->map[this].llc == p->map[prev].llc || !place__feat(p, PLACE_FEAT_PULL_IDLE) || prev_nr > 1 ||
 	       place_mask_next(llc->icpus, llc->weight, 0) >= 0;
 }
 
@@ -191,18 +192,20 @@ PLACE_INLINE bool pull_ok(const struct place *p, int this, int prev)
  * comparison), from their states ts and ps as just probed. */
 PLACE_INLINE bool wake_affine(const struct place *p, int this, int prev, uint64_t ts, uint64_t ps, bool sync)
 {
-	uint32_t this_nr = nr_running(p, this, ts);
+	uint32_t this_nr = nr_running(p, this, ts), prev_nr;
 
 	if (place__st_available(ts) && p->map[this].llc == p->map[prev].llc)
 		return !place__st_available(ps);
 	if (sync && this_nr == 1)
 		return true;
-	if (place__st_available(ps) || !pull_ok(p, this, prev))
+	if (place__st_available(ps))
 		return false;
+	prev_nr = nr_running(p, prev, ps);
 	/* Seed 000: only with exactly one task there, else wakees pile up. */
-	if (place__feat(p, PLACE_FEAT_SHORT_AFFINE) && this_nr == 1 && is_short(p, this))
+	if (place__feat(p, PLACE_FEAT_SHORT_AFFINE) && this_nr == 1 && is_short(p, this) &&
+	    pull_ok(p, this, prev, prev_nr))
 		return true;
-	return affine_by_load(this_nr, nr_running(p, prev, ps), sync);
+	return affine_by_load(this_nr, prev_nr, sync);
 }
 
 /* Does prev decide without the waker's state? A wakeup without SYNC whose

@@ -446,37 +446,47 @@ END_TEST
 
 /*
  * PULL_IDLE: the short-task rule pulls a wakee off prev's LLC onto the busy
- * waker only while the waker's LLC has an idle CPU in its mask; into a full
- * LLC the wakee would queue behind the waker and lose its cache, so it
- * stays in prev's LLC (here on its idle CPU 6). With an idle CPU back in
- * the waker's LLC the pull is made again; without PULL_IDLE it always is.
+ * waker only for a gain: an idle CPU in the waker's LLC mask, or work
+ * queued on prev (the waker's one short task is the shorter wait). Else it
+ * would queue behind one task on either side and lose its cache: it stays
+ * in prev's LLC (here on its idle CPU 6). Without PULL_IDLE it is pulled.
  */
+/* affine_setup(), then LLC 0's stale bits repaired by a failed scan
+ * (WIDEN answers 6): its mask is empty; CPU 0's task made short. */
+static void pull_setup(struct env *e, unsigned feat)
+{
+	affine_setup(e, feat);
+	ck_assert_int_eq(env_wake(e, env_task_on(e, 0, 1), PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM), 6);
+	ck_assert_uint_eq(env_mask(e, 0), 0);
+	make_short(e, 0, &e->task[32]);
+}
+
 START_TEST(t_pull_needs_idle)
 {
 	struct env e;
 	int cpu;
 
-	for (int on = 1; on >= 0; on--) {
-		affine_setup(&e, on ? PLACE_FEAT_DEFAULT : PLACE_FEAT_DEFAULT & ~PLACE_FEAT_PULL_IDLE);
-		/* a failed scan of LLC 0 repairs its stale bits (WIDEN answers 6):
-		 * the mask is empty */
-		ck_assert_int_eq(env_wake(&e, env_task_on(&e, 0, 1), PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM), 6);
-		ck_assert_uint_eq(env_mask(&e, 0), 0);
-		make_short(&e, 0, &e.task[32]);
-		cpu = env_wake(&e, env_task_on(&e, 1, 5), 0, 0);
-		if (!on) {
-			ck_assert_int_eq(cpu, 0); /* seed 000's rule alone: stacked on the waker */
-			env_close(&e);
-			continue;
-		}
-		ck_assert_int_eq(cpu, 6);
-		ck_assert_uint_eq(env_stats(&e).affine_wakeups, 0);
-		env_park(&e, 3, &e.task[35]); /* LLC 0 has an idle CPU again */
-		cpu = env_wake(&e, env_task_on(&e, 2, 5), 0, 0);
-		ck_assert_msg(cpu == 0 || cpu == 3, "expected the waker's LLC, got %d", cpu);
-		ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
-		env_close(&e);
-	}
+	pull_setup(&e, PLACE_FEAT_DEFAULT);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 5), 0, 0), 6);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 0);
+	/* prev 5 gets a second task (a hand-off): the waker is the shorter wait */
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 4), 5, PLACE_WAKE_CURRENT), 5);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 5), 0, 0), 0);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 2);
+	env_close(&e);
+
+	/* an idle CPU in the waker's LLC: pulled into it */
+	pull_setup(&e, PLACE_FEAT_DEFAULT);
+	env_park(&e, 3, &e.task[35]);
+	cpu = env_wake(&e, env_task_on(&e, 1, 5), 0, 0);
+	ck_assert_msg(cpu == 0 || cpu == 3, "expected the waker's LLC, got %d", cpu);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
+	env_close(&e);
+
+	/* seed 000's rule alone: stacked on the waker */
+	pull_setup(&e, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_PULL_IDLE);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 5), 0, 0), 0);
+	env_close(&e);
 }
 END_TEST
 
