@@ -281,6 +281,16 @@ enum place_policy {
  * inside the cluster are counted in hit_cluster. No effect where the
  * topology has no cluster (most x86). */
 #define PLACE_FEAT_CLUSTER      (1u << 8)
+/* Pull only for a gain: wake_affine's short-task rule (the waker runs one
+ * short task) moves t off its previous CPU's LLC onto the busy waker only
+ * when the waker's LLC has an idle CPU in its mask (for the LLC scan to
+ * take) or t's previous CPU has work queued (the waker is then the
+ * shorter wait). Otherwise t would queue behind one task on either side
+ * and lose its cache as well: it stays in prev's LLC (WIDEN looks further
+ * when that is full too). SYNC and the load rule pull as before. On by
+ * default; costs one load of the waker LLC's mask where such a pull would
+ * happen. No effect with PLACE_POLICY_LINEAR (no mask) or a single LLC. */
+#define PLACE_FEAT_PULL_IDLE    (1u << 9)
 /* A hub stays: a SYNC wakeup does not pull t from an idle prev into the
  * waker's LLC when t itself wakes many others (it switched wakee at least
  * as often as the waker's LLC has CPUs, wake_wide's factor, in the last
@@ -290,7 +300,7 @@ enum place_policy {
  * pair that wakes only each other is pulled together as the kernel does.
  * Costs nothing but on a SYNC wakeup whose waker runs one task. */
 #define PLACE_FEAT_HUB_STAYS    (1u << 10)
-#define PLACE_FEAT_ALL          (0x5ffu)
+#define PLACE_FEAT_ALL          (0x7ffu)
 #define PLACE_FEAT_DEFAULT      PLACE_FEAT_ALL
 
 /* Time in nanoseconds from an arbitrary origin, non-decreasing. */

@@ -28,5 +28,7 @@ PLACE_FEAT(NUMA, "cross-node wakeups prefer the node where the task's group runs
 PLACE_FEAT(WIDEN, "nothing idle in the target's LLC: an idle core, then CPU, in its node, then anywhere")
 /* Keeps a wakee under the target's L2 where clusters share one (SD_CLUSTER); no cost without clusters. */
 PLACE_FEAT(CLUSTER, "the LLC scans try the target's cluster first")
+/* Keeps a wakee beside its cache when the waker's LLC is full; costs one mask load per cross-LLC pull. */
+PLACE_FEAT(PULL_IDLE, "the short-task pull crosses LLCs only for an idle CPU or a shorter queue")
 /* A task that wakes many others, pulled into each replier's LLC in turn, pays a refill each time. */
 PLACE_FEAT(HUB_STAYS, "SYNC does not pull a task that wakes many others from its idle prev's LLC")

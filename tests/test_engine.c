@@ -235,6 +235,46 @@ START_TEST(t_claim_clears_stale_bit)
 }
 END_TEST
 
+/*
+ * A worker's wakeup without SYNC whose prev is idle gets prev whatever the
+ * waker's CPU is doing (wake_affine), so it reads prev's line alone: one
+ * probe, not two, on the short path and on the whole path (a cpu_set_t)
+ * alike, and the waker still records its wakee (wake_wide's flips). A
+ * reader waking every writer that waits on its pipe pays this per writer
+ * (the simulator's hackbench storm, BENCHMARKS.md). SYNC may pull the
+ * wakee onto the waker: it reads the waker's state as before.
+ */
+START_TEST(t_idle_prev_skips_waker)
+{
+	struct env e;
+	place_stats s0, s1;
+	cpu_set_t all;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 0, &e.task[32]); /* the waker, on CPU 0 */
+	s0 = env_stats(&e);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 4), 0, 0), 4);
+	s1 = env_stats(&e);
+	ck_assert_uint_eq(s1.cpus_probed - s0.cpus_probed, 1);
+	ck_assert_ptr_eq(place__rec(&e.task[32])->last_wakee, &e.task[1]);
+	CPU_ZERO(&all);
+	for (int c = 0; c < e.nr_cpus; c++)
+		CPU_SET(c, &all);
+	ck_assert_int_eq(place_task_set_cpus(&e.task[2], &all, sizeof(all)), 0);
+	s0 = s1;
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 6), 0, 0), 6);
+	s1 = env_stats(&e);
+	ck_assert_uint_eq(s1.cpus_probed - s0.cpus_probed, 1);
+	ck_assert_ptr_eq(place__rec(&e.task[32])->last_wakee, &e.task[2]);
+	ck_assert_uint_eq(place__rec(&e.task[32])->wakee_flips, 2);
+	s0 = s1;
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 2), 0, PLACE_WAKE_SYNC), 2);
+	s1 = env_stats(&e);
+	ck_assert_uint_ge(s1.cpus_probed - s0.cpus_probed, 2);
+	env_close(&e);
+}
+END_TEST
+
 /* Two wakeups never return the same idle CPU while idle CPUs remain: eight
  * wakeups from mixed wakers and prevs take eight different CPUs. */
 START_TEST(t_no_two_wakeups_same_cpu)
@@ -467,6 +507,52 @@ START_TEST(t_short_task_never_stacks_on_two)
 	affine_setup(&e, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_SHORT_AFFINE);
 	make_short(&e, 0, &e.task[32]);
 	ck_assert_int_ne(env_wake(&e, env_task_on(&e, 1, 5), 0, 0), 0);
+	env_close(&e);
+}
+END_TEST
+
+/*
+ * PULL_IDLE: the short-task rule pulls a wakee off prev's LLC onto the busy
+ * waker only for a gain: an idle CPU in the waker's LLC mask, or work
+ * queued on prev (the waker's one short task is the shorter wait). Else it
+ * would queue behind one task on either side and lose its cache: it stays
+ * in prev's LLC (here on its idle CPU 6). Without PULL_IDLE it is pulled.
+ */
+/* affine_setup(), then LLC 0's stale bits repaired by a failed scan
+ * (WIDEN answers 6): its mask is empty; CPU 0's task made short. */
+static void pull_setup(struct env *e, unsigned feat)
+{
+	affine_setup(e, feat);
+	ck_assert_int_eq(env_wake(e, env_task_on(e, 0, 1), PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM), 6);
+	ck_assert_uint_eq(env_mask(e, 0), 0);
+	make_short(e, 0, &e->task[32]);
+}
+
+START_TEST(t_pull_needs_idle)
+{
+	struct env e;
+	int cpu;
+
+	pull_setup(&e, PLACE_FEAT_DEFAULT);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 5), 0, 0), 6);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 0);
+	/* prev 5 gets a second task (a hand-off): the waker is the shorter wait */
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 2, 4), 5, PLACE_WAKE_CURRENT), 5);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 5), 0, 0), 0);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 2);
+	env_close(&e);
+
+	/* an idle CPU in the waker's LLC: pulled into it */
+	pull_setup(&e, PLACE_FEAT_DEFAULT);
+	env_park(&e, 3, &e.task[35]);
+	cpu = env_wake(&e, env_task_on(&e, 1, 5), 0, 0);
+	ck_assert_msg(cpu == 0 || cpu == 3, "expected the waker's LLC, got %d", cpu);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1);
+	env_close(&e);
+
+	/* seed 000's rule alone: stacked on the waker */
+	pull_setup(&e, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_PULL_IDLE);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 1, 5), 0, 0), 0);
 	env_close(&e);
 }
 END_TEST
@@ -1317,6 +1403,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_pending_skips_mask);
 	tcase_add_test(tc, t_repair_and_sibling_rescan);
 	tcase_add_test(tc, t_claim_clears_stale_bit);
+	tcase_add_test(tc, t_idle_prev_skips_waker);
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
 	tcase_add_loop_test(tc, t_sync_hub_stays, 0, 4);
@@ -1324,6 +1411,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_handoff, 0, 3);
 	tcase_add_loop_test(tc, t_wakeup_ex_claimed, 0, 3);
 	tcase_add_test(tc, t_short_task_never_stacks_on_two);
+	tcase_add_test(tc, t_pull_needs_idle);
 	tcase_add_test(tc, t_scan_bound);
 	tcase_add_test(tc, t_util_is_run_time);
 	tcase_add_test(tc, t_scan_bound_stops_scan);

@@ -32,6 +32,7 @@ static const struct {
 	{ "numa", PLACE_FEAT_NUMA },
 	{ "widen", PLACE_FEAT_WIDEN },
 	{ "cluster", PLACE_FEAT_CLUSTER },
+	{ "pull_idle", PLACE_FEAT_PULL_IDLE },
 	{ "hub_stays", PLACE_FEAT_HUB_STAYS },
 };
 
@@ -142,7 +143,7 @@ int sim_policy_parse(const char *list, struct sim_policy_spec *out, int max)
 		if (count == max || parse_one(list, len, &out[count]) < 0) {
 			fprintf(stderr, "place-sim: bad value '%.*s' for --policies: want NAME[/no-FEATURE|"
 				"/FEATURE...], NAME one of sis_core linear exact lifo random, FEATURE one of claim "
-				"scan_sibling short_affine wake_wide sis_util cookies numa widen cluster hub_stays\n", (int)len, list);
+				"scan_sibling short_affine wake_wide sis_util cookies numa widen cluster pull_idle hub_stays\n", (int)len, list);
 			return -EINVAL;
 		}
 		count++;
