@@ -411,6 +411,16 @@ struct place {
 	 * once by any thread (relaxed load, then store), read relaxed by
 	 * wakeups; a stale 0 costs one wakeup stacked the old way. */
 	uint32_t cookie_mixed;
+	/* COOKIES: 1 once a cookie other than 0 reached a core of this
+	 * instance (a pend hint, an enter or a switch: place__cookie_seen).
+	 * Until then every core holds cookie 0, which admits a task of cookie
+	 * 0 everywhere, so its wakeups skip the cookie hints altogether
+	 * (place__cookies_matter). Sticky: set once by any thread (relaxed
+	 * load, then relaxed store, before the pend store or the occupancy
+	 * CAS), read relaxed by wakeups; a stale 0 is a wrong hint for the
+	 * first wakeups after the first cookie, which run_begin decides
+	 * exactly, as any hint. */
+	uint32_t cookie_seen;
 	place_clock_fn clock;
 	void *clock_arg;
 	uint64_t short_task_ns;

@@ -657,8 +657,8 @@ PLACE_INLINE int wake_fill(struct wake *w, place *p, place_task *t, struct place
 	w->probes = w->lost = w->false_pos = 0;
 	w->prev_state = 0;
 	w->claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
-	w->cookies = place__feat(p, PLACE_FEAT_COOKIES);
-	w->cookie = w->cookies ? place_load_64(&w->r->cookie) : 0;
+	w->cookie = place_load_64(&w->r->cookie);
+	w->cookies = place__cookies_matter(p, w->cookie);
 	w->cpu = w->target = -1;
 	w->gen = 0;
 	w->tm = NULL;
@@ -910,13 +910,13 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 {
 	const struct place_cpu_map *m = &p->map[prev];
 	int os = m->os;
-	uint64_t *v;
+	uint64_t *v, cookie = place_load_64(&r->cookie);
 
 	r->queued_cpu = os;
 	r->claim_gen = gen;
 	r->owner = p->id;
-	if (place__feat(p, PLACE_FEAT_COOKIES)) /* what waits on its core, as wake_commit */
-		place__cookie_pend(p, prev, place_load_64(&r->cookie));
+	if (place__cookies_matter(p, cookie)) /* what waits on its core, as wake_commit */
+		place__cookie_pend(p, prev, cookie);
 	v = place__stat_slot(p, waker, m->llc);
 	if (waker >= 0) {
 		place_count_64(&v[level], 1);
@@ -937,16 +937,15 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
  * as wake_commit does. */
 PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev, bool stacking)
 {
-	uint64_t cookie;
+	uint64_t cookie = place_load_64(&r->cookie);
 
 	if (place__numa_check(p, place_load_32(&r->group)))
 		return false;
-	if (!place__feat(p, PLACE_FEAT_COOKIES))
+	if (!place__cookies_matter(p, cookie))
 		return true;
 	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
 	if (stacking && place_load_32(&p->cookie_mixed) && p->map[prev].smt > 1)
 		return false;
-	cookie = place_load_64(&r->cookie);
 	return place__cookie_admits(p, prev, cookie);
 }
 
@@ -1058,14 +1057,44 @@ PLACE_INLINE int stack_unlock(place *p, place_task *t, int waker, int prev, uint
 	return short_commit(p, waker, r, prev, 0, PLACE_STAT_hit_fallback, probes);
 }
 
-/* The same without a waker, unless WIDEN may find an idle CPU beyond
- * prev's LLC: then the busy path, which ends there (tested here, out of
- * place_wakeup, which stays lean). */
+/*
+ * overloaded(), and WIDEN may find an idle CPU beyond prev's LLC: the busy
+ * path would find nothing in prev's LLC with the same probes and go on to
+ * wake_widen(), so go there at once. What it claims, counted as
+ * wake_commit() counts it, else stack on prev. waker: dense or -1, not
+ * prev (wake_finish() does not widen onto the waker's own CPU).
+ */
+PLACE_NOINLINE int widen_unlock(place *p, place_task *t, int waker, int prev, uint64_t probes)
+{
+	struct place_task_rec *r = place__rec(t);
+	uint64_t cookie = place_load_64(&r->cookie);
+	struct place_hunt h = { .p = p, .t = t, .claim = place__feat(p, PLACE_FEAT_CLAIM),
+				.cookies = place__cookies_matter(p, cookie), .cookie = cookie };
+	bool found = place__widen(&h, prev, place_load_32(&r->group) && p->numa_count, true);
+	int cpu = found ? h.cpu : prev, llc = p->map[cpu].llc;
+
+	if (h.lost)
+		place__count(p, waker, llc, PLACE_STAT_lost_claims, h.lost);
+	if (h.false_pos)
+		place__count(p, waker, llc, PLACE_STAT_false_positives, h.false_pos);
+	if (!found)
+		return stack_unlock(p, t, waker, prev, probes + h.probes);
+	if (!h.gen) { /* CLAIM off: queued there, as wake_commit() */
+		place__st_enqueue(&p->cpu[cpu].state);
+		place__count(p, waker, llc, PLACE_STAT_unclaimed, 1);
+	}
+	r->recent_used_cpu = r->prev_cpu; /* as select_idle_sibling() */
+	return short_commit(p, waker, r, cpu, h.gen, PLACE_STAT_hit_widened, probes + h.probes);
+}
+
+/* The same without a waker: WIDEN when it may find an idle CPU beyond
+ * prev's LLC (tested here, out of place_wakeup, which stays lean), else
+ * stack on prev. */
 PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
 				     uint64_t probes)
 {
 	if (place__widen_may(p, prev, p->map[prev].llc))
-		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
+		return widen_unlock(p, t, -1, prev, probes);
 	return stack_unlock(p, t, -1, prev, probes);
 }
 
@@ -1098,7 +1127,7 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 {
 	struct place_task_rec *r = place__task_rec(t), *wr;
 	int waker = place__dense(p, waker_cpu), os;
-	uint64_t probes = 1, *v;
+	uint64_t probes = 1, *v, cookie;
 
 	if (waker < 0 || !r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
 	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker, false) ||
@@ -1110,8 +1139,9 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
 		record_wakee(p, waker, wr, t);
 	place__st_enqueue(&p->cpu[waker].state);
-	if (place__feat(p, PLACE_FEAT_COOKIES)) /* as wake_commit */
-		place__cookie_pend(p, waker, place_load_64(&r->cookie));
+	cookie = place_load_64(&r->cookie);
+	if (place__cookies_matter(p, cookie)) /* as wake_commit */
+		place__cookie_pend(p, waker, cookie);
 	os = p->map[waker].os;
 	r->queued_cpu = os;
 	r->claim_gen = 0;
@@ -1159,9 +1189,10 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	stack_probes = probes; /* overloaded()'s own probes count only when it stacks */
 	/* a bound flagged RECHECK: the busy path looks at its age as the whole
 	 * path does; WIDEN as the whole path: not onto the waker's own CPU */
-	if (overloaded(p, t, prev, &stack_probes) == OVER_STACK &&
-	    (waker == prev || !place__widen_may(p, prev, p->map[prev].llc)))
-		return stack_unlock(p, t, waker, prev, stack_probes);
+	if (overloaded(p, t, prev, &stack_probes) == OVER_STACK)
+		return waker == prev || !place__widen_may(p, prev, p->map[prev].llc)
+			       ? stack_unlock(p, t, waker, prev, stack_probes)
+			       : widen_unlock(p, t, waker, prev, stack_probes);
 	return wake_worker_busy_unlock(p, t, waker_cpu, flags, prev, probes, waker);
 }
 
