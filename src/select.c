@@ -980,13 +980,14 @@ PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, int waker_cpu,
 }
 
 /* PREV_BUSY but not overloaded(): select_idle_sibling() from its first
- * step (prev is the target), closing the read section likewise. prev's
- * state is read again (fewer registers to keep in place_wakeup); one no
- * longer usable starts over. */
-PLACE_INLINE int prev_busy_unlock(place *p, place_task *t, int waker_cpu, int waker, unsigned flags, int prev,
-				  uint64_t probes)
+ * step (prev is the target), closing the read section likewise. waker:
+ * dense or -1; the probes so far are prev's and the waker's. prev's state
+ * is read again (fewer registers to keep in the callers); one no longer
+ * usable starts over. Out of line: its struct wake would take a stack
+ * frame in its callers. */
+PLACE_NOINLINE int wake_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev, int waker)
 {
-	uint64_t state = place__state(p, prev);
+	uint64_t state = place__state(p, prev), probes = 1 + (waker >= 0);
 	struct wake w;
 	int cpu;
 
@@ -999,19 +1000,6 @@ PLACE_INLINE int prev_busy_unlock(place *p, place_task *t, int waker_cpu, int wa
 		cpu = wake_from_target(&w);
 	place__read_unlock(p);
 	return cpu;
-}
-
-PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev)
-{
-	return prev_busy_unlock(p, t, waker_cpu, -1, flags, prev, 1);
-}
-
-/* A worker waker's (waker dense), out of line: its struct wake would take a
- * stack frame in wake_worker_unlock. */
-PLACE_NOINLINE int wake_worker_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-					   uint64_t probes, int waker)
-{
-	return prev_busy_unlock(p, t, waker_cpu, waker, flags, prev, probes);
 }
 
 /*
@@ -1087,15 +1075,15 @@ PLACE_NOINLINE int widen_unlock(place *p, place_task *t, int waker, int prev, ui
 	return short_commit(p, waker, r, cpu, h.gen, PLACE_STAT_hit_widened, probes + h.probes);
 }
 
-/* The same without a waker: WIDEN when it may find an idle CPU beyond
- * prev's LLC (tested here, out of place_wakeup, which stays lean), else
- * stack on prev. */
+/* overloaded(): WIDEN when it may find an idle CPU beyond prev's LLC
+ * (tested here, out of place_wakeup, which stays lean), else stack on
+ * prev. waker: dense or -1. */
 PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-				     uint64_t probes)
+				     uint64_t probes, int waker)
 {
-	if (place__widen_may(p, prev, p->map[prev].llc))
-		return widen_unlock(p, t, -1, prev, probes);
-	return stack_unlock(p, t, -1, prev, probes);
+	if (waker != prev && place__widen_may(p, prev, p->map[prev].llc))
+		return widen_unlock(p, t, waker, prev, probes);
+	return stack_unlock(p, t, waker, prev, probes);
 }
 
 /* A worker waker chose itself (wake_affine): select_idle_sibling() from the
@@ -1155,6 +1143,47 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	return os;
 }
 
+/* wake_stack_unlock(), unless the bound of 0 was older than its period (a
+ * quiet LLC) and now lets a scan run: then the busy path decides. Apart,
+ * so that only this one pays for the clock read (a call's saved
+ * registers). */
+PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+				     uint64_t probes, int waker)
+{
+	if (place__util_fresh(p, p->map[prev].llc))
+		return wake_busy_unlock(p, t, waker_cpu, flags, prev, waker);
+	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+}
+
+/* An idle CPU flagged the bound of 0 (RECHECK): look at its age when
+ * place__util_recheck() says to (not from overloaded(), whose caller's
+ * registers would pay for it). */
+PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+				       uint64_t probes, int waker)
+{
+	int llc = p->map[prev].llc; /* the stacked count in the slot it goes to */
+
+	if (place__util_recheck(p, llc, &place__stat_slot(p, waker, llc)[PLACE_STAT_hit_fallback]))
+		return wake_stale_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+}
+
+/* PREV_BUSY (waker dense or -1, probes so far: prev's and the waker's):
+ * stack or widen where overloaded() decides, else the busy path. */
+PLACE_INLINE int prev_busy(place *p, place_task *t, int waker_cpu, unsigned flags, int prev, uint64_t probes,
+			   int waker)
+{
+	switch (overloaded(p, t, prev, &probes)) {
+	case OVER_STACK:
+		return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+	case OVER_RECHECK:
+		return wake_recheck_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+	case OVER_NOT:
+		break;
+	}
+	return wake_busy_unlock(p, t, waker_cpu, flags, prev, waker);
+}
+
 /*
  * A worker waker (waker_cpu, a registered worker's CPU): wake_target()'s
  * choice, then the short paths as above, with the waker's statistics slot.
@@ -1165,7 +1194,7 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	int waker = place__dense(p, waker_cpu), prev = -1;
-	uint64_t state = 0, ws, probes = 2, stack_probes; /* prev's and the waker's */
+	uint64_t state = 0, ws, probes = 2; /* prev's and the waker's */
 	struct place_task_rec *r;
 	enum glance g;
 	uint32_t group;
@@ -1186,38 +1215,7 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	}
 	if (g == PREV_IDLE)
 		return prev_idle_unlock(p, t, waker_cpu, waker, flags, prev, state, probes);
-	stack_probes = probes; /* overloaded()'s own probes count only when it stacks */
-	/* a bound flagged RECHECK: the busy path looks at its age as the whole
-	 * path does; WIDEN as the whole path: not onto the waker's own CPU */
-	if (overloaded(p, t, prev, &stack_probes) == OVER_STACK)
-		return waker == prev || !place__widen_may(p, prev, p->map[prev].llc)
-			       ? stack_unlock(p, t, waker, prev, stack_probes)
-			       : widen_unlock(p, t, waker, prev, stack_probes);
-	return wake_worker_busy_unlock(p, t, waker_cpu, flags, prev, probes, waker);
-}
-
-/* The same, unless the bound of 0 was older than its period (a quiet LLC)
- * and now lets a scan run: then the busy path decides. Apart, so that only
- * this one pays for the clock read (a call's saved registers). */
-PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-				     uint64_t probes)
-{
-	if (place__util_fresh(p, p->map[prev].llc))
-		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
-	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
-}
-
-/* An idle CPU flagged the bound of 0 (RECHECK): look at its age when
- * place__util_recheck() says to (not from overloaded(), whose caller's
- * registers would pay for it). */
-PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-				       uint64_t probes)
-{
-	int llc = p->map[prev].llc; /* no worker waker here: the LLC's slot */
-
-	if (place__util_recheck(p, llc, &place__stat_slot(p, -1, llc)[PLACE_STAT_hit_fallback]))
-		return wake_stale_unlock(p, t, waker_cpu, flags, prev, probes);
-	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
+	return prev_busy(p, t, waker_cpu, flags, prev, probes, waker);
 }
 
 /* This thread's first wakeup: its RCU reader slot, then the whole path
@@ -1249,15 +1247,7 @@ PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned f
 	case PREV_IDLE:
 		return wake_prev_idle_unlock(p, t, waker_cpu, flags, prev, state);
 	case PREV_BUSY:
-		switch (overloaded(p, t, prev, &probes)) {
-		case OVER_STACK:
-			return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
-		case OVER_RECHECK:
-			return wake_recheck_unlock(p, t, waker_cpu, flags, prev, probes);
-		case OVER_NOT:
-			break;
-		}
-		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
+		return prev_busy(p, t, waker_cpu, flags, prev, probes, -1);
 	case WHOLE_PATH:
 		break;
 	}
