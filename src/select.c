@@ -512,7 +512,7 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 	if (!nr && !(place_load_64(stacked(w)) & (PLACE_RECHECK_EVERY - 1)))
 		place__util_refresh(w->p, tm->llc); /* for the next wakeups */
 	if (core && place_load_32(&llc->has_idle_cores))
-		place_store_32(&llc->has_idle_cores, 0); /* a full scan found no idle core */
+		place__llc_cores_none(w->p, llc); /* a full scan found no idle core */
 	if (fallback >= 0)
 		return take(w, fallback) ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_fallback;
 	/* A full core or fail-prone scan already cleared every busy core it met
