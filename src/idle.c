@@ -47,8 +47,8 @@ PLACE_NOINLINE void publish_exact(struct place *p, int cpu)
 
 	if (place_mask_set(llc->icpus, m->pos))
 		place__llc_idle_note(llc); /* WIDEN's summary (widen.h) */
-	if (place__core_available(p, cpu))
-		place_mask_set(llc->icores, m->core_lo);
+	if (place__core_available(p, cpu) && place_mask_set(llc->icores, m->core_lo))
+		place__llc_cores_note(p, llc); /* WIDEN's idle-core summary (widen.h) */
 }
 
 /*

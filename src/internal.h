@@ -461,16 +461,19 @@ struct place {
 	 * whoever sets a mask bit that was clear, cleared (RMW) by a search
 	 * that saw the mask empty; read relaxed. Protocol in widen.h. */
 	uint64_t *llc_idle;
-	/* WIDEN's idle-core summary, bit l = LLC l's has_idle_cores may be 1.
-	 * Set (RMW) after has_idle_cores goes 0 -> 1 (a CAS), cleared (RMW)
-	 * after a scan stores it 0, which then reads it again and sets the bit
-	 * back if it is 1 (widen.h): a Dekker pair as llc_idle's, so a set
-	 * has_idle_cores never hides behind a clear bit. Starts full. Read
-	 * relaxed by the whole-core pass when cores_summary. */
+	/* WIDEN's idle-core summary, bit l = LLC l may have a whole idle core
+	 * (SIS_CORE: its has_idle_cores may be 1; EXACT: its icores may be
+	 * non-empty). Set (RMW) after has_idle_cores goes 0 -> 1 (a CAS) or
+	 * an icores bit is set (RMW); cleared (RMW) after a scan stores
+	 * has_idle_cores 0, or by a search that found icores empty, which then
+	 * read the flag or mask again and set the bit back if they say so
+	 * (widen.h): a Dekker pair as llc_idle's, so an idle core never hides
+	 * behind a clear bit. Starts full. Read relaxed by the whole-core pass
+	 * when cores_summary. */
 	uint64_t *llc_cores;
-	/* The whole-core pass visits only llc_cores' LLCs: SIS_CORE (EXACT
-	 * looks at icores), and no more LLCs than PLACE_WIDEN_LLCS (so the
-	 * pass's cap on LLCs visited never binds). Read-only after create. */
+	/* The whole-core pass visits only llc_cores' LLCs: SIS_CORE or EXACT,
+	 * and no more LLCs than PLACE_WIDEN_LLCS (so the pass's cap on LLCs
+	 * visited never binds). Read-only after create. */
 	bool cores_summary;
 };
 

@@ -71,7 +71,7 @@ int place__widen_create(struct place *p)
 	}
 	p->llc_words = PLACE_MASK_WORDS(t->nr_llcs);
 	p->widen = place__feat(p, PLACE_FEAT_WIDEN) && p->policy != PLACE_POLICY_LINEAR && t->nr_llcs > 1;
-	p->cores_summary = p->policy == PLACE_POLICY_SIS_CORE && t->nr_llcs <= PLACE_WIDEN_LLCS;
+	p->cores_summary = p->policy != PLACE_POLICY_LINEAR && t->nr_llcs <= PLACE_WIDEN_LLCS;
 	for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
 		p->clu[cpu] = cluster_span(p, cpu);
 		if (p->clu[cpu].n && place__feat(p, PLACE_FEAT_CLUSTER))
@@ -204,15 +204,16 @@ static bool hunt_core(struct place_hunt *h, int cpu, bool whole)
 	return false;
 }
 
-/* LLC l's mask was seen empty: clear its summary bit, then look again (the
- * protocol of widen.h). */
-static void summary_clear(struct place *p, int l)
+/* LLC l's mask (icpus for llc_idle, EXACT's icores for llc_cores) was
+ * seen empty: clear l's bit in that summary, then look again (the protocol
+ * of widen.h). */
+static void summary_clear(uint64_t *summary, const struct place_llc *llc, int l, const uint64_t *mask)
 {
-	if (!place_mask_clear(p->llc_idle, l))
+	if (!place_mask_clear(summary, l))
 		return;
 	place_fence_rmw_load(); /* the summary clear before the mask loads */
-	if (place_mask_next(p->llc[l].icpus, p->llc[l].weight, 0) >= 0)
-		place_mask_set(p->llc_idle, l);
+	if (place_mask_next(mask, llc->weight, 0) >= 0)
+		place_mask_set(summary, l);
 }
 
 /* The mask a search visits in LLC l: whole cores (EXACT's icores; the
@@ -249,7 +250,9 @@ PLACE_NOINLINE bool hunt_llc(struct place_hunt *h, int l, const uint64_t *mask, 
 			return true;
 	}
 	if (!seen && !whole && p->policy != PLACE_POLICY_LINEAR)
-		summary_clear(p, l);
+		summary_clear(p->llc_idle, llc, l, llc->icpus);
+	else if (!seen && p->policy == PLACE_POLICY_EXACT)
+		summary_clear(p->llc_cores, llc, l, llc->icores);
 	else if (whole && h->budget > 0 && p->policy == PLACE_POLICY_SIS_CORE &&
 		 place_load_32(&llc->has_idle_cores))
 		place__llc_cores_none(p, llc); /* a full scan found no idle core */
