@@ -259,38 +259,59 @@ PLACE_NOINLINE bool hunt_llc(struct place_hunt *h, int l, const uint64_t *mask, 
 	return false;
 }
 
-/* One ring of LLCs (far 0: the target's node, 1: the others) whose summary
- * bit is set, from the target's LLC on and wrapping, one word at a time, the
- * target's word twice (above the target first, below it last): each visited
- * for h while the budget lasts and *seen (LLCs visited by this pass, whether
- * they had anything to look at or not) stays below PLACE_WIDEN_LLCS. A
- * word is read when its turn comes (the LLCs visited before it change only
- * their own bits): a search that ends in its first LLCs reads no further.
- * Returns -1 when found, 0 when the budget ran out, else 1. */
+/* The LLCs of word i a pass looks at: summary bit set, in the ring (far 0:
+ * the target's node, whose LLCs are node[], 1: the others), and for a
+ * whole core in llc_cores (the others have none to look for). */
+PLACE_INLINE uint64_t ring_word(const struct place *p, const uint64_t *node, int i, bool far, bool whole)
+{
+	uint64_t bits = place_load_64(&p->llc_idle[i]) & (far ? ~node[i] : node[i]);
+
+	return whole && p->cores_summary ? bits & place_load_64(&p->llc_cores[i]) : bits;
+}
+
+/* Visit LLC l for h, counted in *seen (LLCs visited by this pass, whether
+ * they had anything to look at or not): -1 found, 0 budget spent, else 1. */
+PLACE_INLINE int hunt_visit(struct place_hunt *h, const struct place_cpu_map *tm, int l, bool whole, int *seen)
+{
+	const uint64_t *mask = hunt_mask(h->p, &h->p->llc[l], whole);
+
+	++*seen;
+	if (mask && hunt_llc(h, l, mask, tm->pos, whole, NULL))
+		return -1;
+	return h->budget > 0;
+}
+
+/* One ring of LLCs whose bit ring_word() gives, from the target's LLC on
+ * and wrapping, each visited while the budget lasts and *seen stays below
+ * PLACE_WIDEN_LLCS. Up to 64 LLCs, one word rotated so that the ring's
+ * order is its bits' order. Beyond, one word at a time, the target's word
+ * twice (above the target first, below it last), each read when its turn
+ * comes (the LLCs visited before it change only their own bits): a search
+ * that ends in its first LLCs reads no further. Returns -1 when found, 0
+ * when the budget ran out, else 1. */
 PLACE_INLINE int hunt_ring(struct place_hunt *h, const struct place_cpu_map *tm, bool far, bool whole, int *seen)
 {
 	const struct place *p = h->p;
-	int words = p->llc_words, w0 = (int)((unsigned)tm->llc / 64);
+	int words = p->llc_words, w0 = (int)((unsigned)tm->llc / 64), r = 1;
 	const uint64_t *node = &p->node_llcs[tm->node * words];
-	uint64_t self = UINT64_C(1) << ((unsigned)tm->llc % 64);
+	unsigned after = ((unsigned)tm->llc + 1) % 64; /* the bit after the target's */
+	uint64_t self = UINT64_C(1) << ((unsigned)tm->llc % 64), bits;
 
+	if (words == 1) {
+		bits = ring_word(p, node, 0, far, whole) & ~self;
+		bits = after ? bits >> after | bits << (64 - after) : bits;
+		for (; bits && *seen < PLACE_WIDEN_LLCS && r > 0; bits &= bits - 1)
+			r = hunt_visit(h, tm, (int)(((unsigned)__builtin_ctzll(bits) + after) % 64), whole, seen);
+		return r;
+	}
 	for (int k = 0, i = w0; k <= words; k++, i = i + 1 < words ? i + 1 : 0) {
-		uint64_t bits = place_load_64(&p->llc_idle[i]) & (far ? ~node[i] : node[i]);
-
+		bits = ring_word(p, node, i, far, whole);
 		if (i == w0)
 			bits &= k == 0 ? ~(self | (self - 1)) : self - 1;
-		if (whole && p->cores_summary)
-			bits &= place_load_64(&p->llc_cores[i]); /* the others have no whole core to look for */
-		for (; bits && *seen < PLACE_WIDEN_LLCS; bits &= bits - 1) {
-			int l = i * 64 + __builtin_ctzll(bits);
-			const uint64_t *mask = hunt_mask(p, &p->llc[l], whole);
-
-			++*seen;
-			if (mask && hunt_llc(h, l, mask, tm->pos, whole, NULL))
-				return -1;
-			if (h->budget <= 0)
-				return 0;
-		}
+		for (; bits && *seen < PLACE_WIDEN_LLCS && r > 0; bits &= bits - 1)
+			r = hunt_visit(h, tm, i * 64 + __builtin_ctzll(bits), whole, seen);
+		if (r <= 0)
+			return r;
 	}
 	return 1;
 }

@@ -119,6 +119,41 @@ START_TEST(t_widen_core_summary)
 }
 END_TEST
 
+/* More LLCs than a summary word holds (72: LLCs 0-35 on node 0, 36-71 on
+ * node 1, one core of SMT2 each): the rings run over both words in order,
+ * from the target's LLC on and wrapping, its node first. Whole idle cores
+ * in LLCs 2, 33, 40 and 70, every other CPU busy. */
+START_TEST(t_widen_many_llcs)
+{
+	static place_task dummy[144];
+	static const struct {
+		int target_llc, want_llc;
+	} cases[] = { { 65, 70 }, { 71, 40 }, { 30, 33 }, { 34, 2 } };
+	struct env e;
+
+	env_open(&e, "synthetic:pack:2 [numa] l3:36 core:1 pu:2", policies[_i], PLACE_FEAT_DEFAULT, true);
+	ck_assert_int_eq(e.p->llc_words, 2);
+	for (int cpu = 0; cpu < e.nr_cpus; cpu++) {
+		int l = llc_of(&e, cpu);
+
+		place_task_init(&dummy[cpu], 0, 0);
+		if (l != 2 && l != 33 && l != 40 && l != 70)
+			env_run(&e, cpu, &dummy[cpu]);
+	}
+	for (int k = 0; k < 4; k++) {
+		int prev = -1, cpu;
+
+		for (int c = 0; c < e.nr_cpus && prev < 0; c++)
+			prev = llc_of(&e, c) == cases[k].target_llc ? c : -1;
+		cpu = env_wake(&e, env_task_on(&e, k, prev), PLACE_CPU_NONE, 0);
+		ck_assert_msg(llc_of(&e, cpu) == cases[k].want_llc, "%s: from LLC %d got CPU %d of LLC %d, wanted LLC %d",
+			      policy_name[_i], cases[k].target_llc, cpu, llc_of(&e, cpu), cases[k].want_llc);
+		ck_assert_int_eq(place_claim_release(e.p, cpu), 0);
+	}
+	env_close(&e);
+}
+END_TEST
+
 /* A task with a NUMA group is widened within its target's node only; its
  * cpu_set_t is honoured; a cookie too (a core running another cookie is
  * not taken). */
@@ -414,6 +449,7 @@ static Suite *widen_suite(void)
 	tcase_add_loop_test(tc, t_widen_takes_idle_core_in_node, 0, 2);
 	tcase_add_loop_test(tc, t_widen_order, 0, 2);
 	tcase_add_loop_test(tc, t_widen_core_summary, 0, 2);
+	tcase_add_loop_test(tc, t_widen_many_llcs, 0, 2);
 	tcase_add_test(tc, t_widen_group_cpus_cookie);
 	tcase_add_test(tc, t_widen_saturated_is_cheap);
 	tcase_add_test(tc, t_cluster_topology);
