@@ -159,7 +159,7 @@ uint64_t place__claimed_unpublish(struct place *p, int cpu)
 
 /* cpu, seen in state s, for h: available, allowed, its core admits h's
  * cookie; claimed unless h only answers. A lost claim moves on. */
-static bool hunt_take(struct place_hunt *h, int cpu, uint64_t s)
+PLACE_INLINE bool hunt_take(struct place_hunt *h, int cpu, uint64_t s)
 {
 	struct place *p = h->p;
 
