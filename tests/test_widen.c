@@ -366,8 +366,10 @@ END_TEST
 /* Concurrent: each thread is the worker of its own CPUs (run, park) and a
  * thief-waker (place_idle_near, then the thief's release) and a waker
  * (claimed wakeups, started at once). Afterwards, all parked: no claim
- * leaked, every non-empty LLC mask has its summary bit (the protocol of
- * widen.h), and the thief query finds every other CPU. */
+ * leaked, every non-empty LLC mask has its summary bit and every LLC with
+ * an idle core hint (has_idle_cores, EXACT's icores) its idle-core summary
+ * bit (the protocols of widen.h), and the thief query finds every other
+ * CPU. */
 #define NTHR 4
 #define TOPO_STRESS "synthetic:pack:2 [numa] l3:4 core:2 pu:2"
 
@@ -431,9 +433,16 @@ START_TEST(t_widen_stress)
 		ck_assert_msg(env_available(&e, cpu), "CPU %d: state %#llx", cpu,
 			      (unsigned long long)env_state(&e, cpu));
 	}
-	for (int l = 0; l < e.p->topo->nr_llcs; l++)
-		if (place_mask_next(e.p->llc[l].icpus, e.p->llc[l].weight, 0) >= 0)
+	for (int l = 0; l < e.p->topo->nr_llcs; l++) {
+		const struct place_llc *llc = &e.p->llc[l];
+		bool cores = policies[_i] == PLACE_POLICY_EXACT ? place_mask_next(llc->icores, llc->weight, 0) >= 0
+								 : llc->has_idle_cores;
+
+		if (place_mask_next(llc->icpus, llc->weight, 0) >= 0)
 			ck_assert_msg(e.p->llc_idle[0] & (UINT64_C(1) << l), "LLC %d's mask hides", l);
+		if (cores)
+			ck_assert_msg(e.p->llc_cores[0] & (UINT64_C(1) << l), "LLC %d's idle core hides", l);
+	}
 	while (place_idle_near(e.p, 0, 0) >= 0)
 		n++;
 	ck_assert_int_eq(n, e.nr_cpus - 1);
