@@ -733,7 +733,7 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
  * purpose (SYNC, a short waker, the load), as sched_ext keeps a SYNC
  * wakee on the waker's CPU; nor when the target runs a short task
  * (place__widen_may). */
-PLACE_NOINLINE enum place_stat_id wake_widen(struct wake *w)
+PLACE_INLINE enum place_stat_id wake_widen(struct wake *w)
 {
 	struct place_hunt h = { .p = w->p, .t = w->t, .claim = w->claim, .cookies = w->cookies,
 				.cookie = w->cookie };
@@ -753,7 +753,7 @@ PLACE_NOINLINE enum place_stat_id wake_widen(struct wake *w)
 PLACE_INLINE int wake_finish(struct wake *w, enum place_stat_id level)
 {
 	if (level == PLACE_STAT_hit_fallback && w->target != w->waker && place__widen_may(w->p, w->target, w->tm->llc))
-		level = ON_COPY(w, enum place_stat_id, wake_widen);
+		level = wake_widen(w); /* inline: its hunt is apart, w stays in registers */
 	if (level == PLACE_STAT_hit_fallback)
 		level = stack_cpu(w); /* nothing idle: stack on the target */
 	return wake_commit(w, level);
