@@ -333,8 +333,10 @@ PLACE_INLINE bool hunt_rings(struct place_hunt *h, const struct place_cpu_map *t
  * anywhere (node_only: never off the node). Only LLCs whose summary bit is
  * set are visited, at most PLACE_WIDEN_LLCS of them, and at most
  * PLACE_WIDEN_BUDGET mask bits (one core each) for a whole core, as many
- * for an idle CPU. The idle-CPU pass reads the summary again: the
- * whole-core pass clears no summary bit, and sets only bits already set.
+ * for an idle CPU. The idle-CPU pass reads llc_idle again: the
+ * whole-core pass clears none of its bits, and sets only bits already set
+ * (a repair's). It reads llc_cores too (cores_summary), which it keeps
+ * as llc_idle is kept (EXACT: summary_clear() of an empty icores).
  */
 bool place__widen(struct place_hunt *h, int target, bool node_only, bool cores)
 {
