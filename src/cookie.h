@@ -143,6 +143,24 @@ static inline void place__cookie_mix(struct place *p)
 		place_store_32(&p->cookie_mixed, 1);
 }
 
+/* cookie is about to reach a core (its pend hint or its occupancy): a
+ * cookie other than 0 makes the wakeups look at cookies from now on
+ * (cookie_seen, internal.h). */
+static inline void place__cookie_seen(struct place *p, uint64_t cookie)
+{
+	if (cookie && !place_load_32(&p->cookie_seen))
+		place_store_32(&p->cookie_seen, 1);
+}
+
+/* Must a wakeup of a task with cookie look at cookies: COOKIES on, and
+ * the cookie is not 0 or another was seen (cookie_seen). Otherwise every
+ * core holds cookie 0: place__cookie_admits() would say yes everywhere
+ * and place__cookie_pend() would change nothing. */
+static inline bool place__cookies_matter(const struct place *p, uint64_t cookie)
+{
+	return place__feat(p, PLACE_FEAT_COOKIES) && (cookie || place_load_32(&p->cookie_seen));
+}
+
 /* A wakeup sends work with cookie to cpu (COOKIES on): the core's pend
  * hint (a load first: the line stays shared while it holds the cookie). */
 static inline void place__cookie_pend(struct place *p, int cpu, uint64_t cookie)
@@ -151,6 +169,7 @@ static inline void place__cookie_pend(struct place *p, int cpu, uint64_t cookie)
 
 	if (p->map[cpu].smt < 2 || (old = place_load_64(pend)) == cookie)
 		return;
+	place__cookie_seen(p, cookie);
 	place_store_64(pend, cookie);
 	if (old)
 		place__cookie_mix(p); /* one cookie followed another there */
@@ -185,6 +204,7 @@ static inline int place__cookie_enter(struct place *p, int cpu, uint64_t cookie)
 	uint64_t *occ = place__occ(p, cpu);
 	uint64_t old[2], want[2];
 
+	place__cookie_seen(p, cookie);
 	place_load_64_2(occ, old);
 	for (;;) {
 		uint64_t n = old[PLACE_OCC_COUNT], drain = 0;
@@ -226,6 +246,7 @@ static inline int place__cookie_switch(struct place *p, int cpu, uint64_t from, 
 	uint64_t *occ = place__occ(p, cpu);
 	uint64_t old[2], want[2];
 
+	place__cookie_seen(p, to);
 	place_load_64_2(occ, old);
 	for (;;) {
 		uint64_t n = old[PLACE_OCC_COUNT];

@@ -47,8 +47,8 @@ PLACE_NOINLINE void publish_exact(struct place *p, int cpu)
 
 	if (place_mask_set(llc->icpus, m->pos))
 		place__llc_idle_note(llc); /* WIDEN's summary (widen.h) */
-	if (place__core_available(p, cpu))
-		place_mask_set(llc->icores, m->core_lo);
+	if (place__core_available(p, cpu) && place_mask_set(llc->icores, m->core_lo))
+		place__llc_cores_note(p, llc); /* WIDEN's idle-core summary (widen.h) */
 }
 
 /*
@@ -75,8 +75,9 @@ PLACE_INLINE void idle_publish(struct place *p, int cpu, struct place_llc *llc)
 		publish_exact(p, cpu);
 		return;
 	}
-	if (!place_load_32(&llc->has_idle_cores) && siblings_available(p, m, cpu))
-		place_store_32(&llc->has_idle_cores, 1);
+	if (!place_load_32(&llc->has_idle_cores) && siblings_available(p, m, cpu) &&
+	    place_cas_32(&llc->has_idle_cores, 0, 1))
+		place__llc_cores_note(p, llc); /* WIDEN's idle-core summary (widen.h) */
 	/* SIS_UTIL said "overloaded, do not scan": an idle CPU may make it stale */
 	if (!place_load_32(&llc->nr_idle_scan))
 		place_cas_32(&llc->nr_idle_scan, 0, PLACE_SCAN_RECHECK);

@@ -415,6 +415,16 @@ struct place {
 	 * false for every CPU, in one load (the run edges test it). Read-only
 	 * after create. */
 	bool cookie_cores;
+	/* COOKIES: 1 once a cookie other than 0 reached a core of this
+	 * instance (a pend hint, an enter or a switch: place__cookie_seen).
+	 * Until then every core holds cookie 0, which admits a task of cookie
+	 * 0 everywhere, so its wakeups skip the cookie hints altogether
+	 * (place__cookies_matter). Sticky: set once by any thread (relaxed
+	 * load, then relaxed store, before the pend store or the occupancy
+	 * CAS), read relaxed by wakeups; a stale 0 is a wrong hint for the
+	 * first wakeups after the first cookie, which run_begin decides
+	 * exactly, as any hint. */
+	uint32_t cookie_seen;
 	place_clock_fn clock;
 	void *clock_arg;
 	uint64_t short_task_ns;
@@ -455,6 +465,20 @@ struct place {
 	 * whoever sets a mask bit that was clear, cleared (RMW) by a search
 	 * that saw the mask empty; read relaxed. Protocol in widen.h. */
 	uint64_t *llc_idle;
+	/* WIDEN's idle-core summary, bit l = LLC l may have a whole idle core
+	 * (SIS_CORE: its has_idle_cores may be 1; EXACT: its icores may be
+	 * non-empty). Set (RMW) after has_idle_cores goes 0 -> 1 (a CAS) or
+	 * an icores bit is set (RMW); cleared (RMW) after a scan stores
+	 * has_idle_cores 0, or by a search that found icores empty, which then
+	 * read the flag or mask again and set the bit back if they say so
+	 * (widen.h): a Dekker pair as llc_idle's, so an idle core never hides
+	 * behind a clear bit. Starts full. Read relaxed by the whole-core pass
+	 * when cores_summary. */
+	uint64_t *llc_cores;
+	/* The whole-core pass visits only llc_cores' LLCs: SIS_CORE or EXACT,
+	 * and no more LLCs than PLACE_WIDEN_LLCS (so the pass's cap on LLCs
+	 * visited never binds). Read-only after create. */
+	bool cores_summary;
 };
 
 /* The hot paths keep their state in registers only when every helper that

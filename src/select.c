@@ -563,7 +563,7 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 	if (!nr && !(place_load_64(stacked(w)) & (PLACE_RECHECK_EVERY - 1)))
 		place__util_refresh(w->p, tm->llc); /* for the next wakeups */
 	if (core && place_load_32(&llc->has_idle_cores))
-		place_store_32(&llc->has_idle_cores, 0); /* a full scan found no idle core */
+		place__llc_cores_none(w->p, llc); /* a full scan found no idle core */
 	if (fallback >= 0)
 		return take(w, fallback) ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_fallback;
 	/* A full core or fail-prone scan already cleared every busy core it met
@@ -712,8 +712,8 @@ PLACE_INLINE int wake_fill(struct wake *w, place *p, place_task *t, struct place
 	w->probes = w->lost = w->false_pos = 0;
 	w->prev_state = w->waker_state = 0;
 	w->claim = !(flags & PLACE_WAKE_NOCLAIM) && place__feat(p, PLACE_FEAT_CLAIM);
-	w->cookies = place__feat(p, PLACE_FEAT_COOKIES);
-	w->cookie = w->cookies ? place_load_64(&w->r->cookie) : 0;
+	w->cookie = place_load_64(&w->r->cookie);
+	w->cookies = place__cookies_matter(p, w->cookie);
 	w->cpu = w->target = -1;
 	w->gen = 0;
 	w->tm = NULL;
@@ -788,7 +788,7 @@ PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
  * purpose (SYNC, a short waker, the load), as sched_ext keeps a SYNC
  * wakee on the waker's CPU; nor when the target runs a short task
  * (place__widen_may). */
-PLACE_NOINLINE enum place_stat_id wake_widen(struct wake *w)
+PLACE_INLINE enum place_stat_id wake_widen(struct wake *w)
 {
 	struct place_hunt h = { .p = w->p, .t = w->t, .claim = w->claim, .cookies = w->cookies,
 				.cookie = w->cookie };
@@ -808,7 +808,7 @@ PLACE_NOINLINE enum place_stat_id wake_widen(struct wake *w)
 PLACE_INLINE int wake_finish(struct wake *w, enum place_stat_id level)
 {
 	if (level == PLACE_STAT_hit_fallback && w->target != w->waker && place__widen_may(w->p, w->target, w->tm->llc))
-		level = ON_COPY(w, enum place_stat_id, wake_widen);
+		level = wake_widen(w); /* inline: its hunt is apart, w stays in registers */
 	if (level == PLACE_STAT_hit_fallback)
 		level = stack_cpu(w); /* nothing idle: stack on the target */
 	return wake_commit(w, level);
@@ -966,13 +966,13 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 {
 	const struct place_cpu_map *m = &p->map[prev];
 	int os = m->os;
-	uint64_t *v;
+	uint64_t *v, cookie = place_load_64(&r->cookie);
 
 	r->queued_cpu = os;
 	r->claim_gen = gen;
 	r->owner = p->id;
-	if (place__feat(p, PLACE_FEAT_COOKIES)) /* what waits on its core, as wake_commit */
-		place__cookie_pend(p, prev, place_load_64(&r->cookie));
+	if (place__cookies_matter(p, cookie)) /* what waits on its core, as wake_commit */
+		place__cookie_pend(p, prev, cookie);
 	v = place__stat_slot(p, waker, m->llc);
 	if (waker >= 0) {
 		place_count_64(&v[level], 1);
@@ -993,16 +993,15 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
  * as wake_commit does. */
 PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev, bool stacking)
 {
-	uint64_t cookie;
+	uint64_t cookie = place_load_64(&r->cookie);
 
 	if (place__numa_check(p, place_load_32(&r->group)))
 		return false;
-	if (!place__feat(p, PLACE_FEAT_COOKIES))
+	if (!place__cookies_matter(p, cookie))
 		return true;
 	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
 	if (stacking && place_load_32(&p->cookie_mixed) && p->map[prev].smt > 1)
 		return false;
-	cookie = place_load_64(&r->cookie);
 	return place__cookie_admits(p, prev, cookie);
 }
 
@@ -1037,13 +1036,14 @@ PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, int waker_cpu,
 }
 
 /* PREV_BUSY but not overloaded(): select_idle_sibling() from its first
- * step (prev is the target), closing the read section likewise. prev's
- * state is read again (fewer registers to keep in place_wakeup); one no
- * longer usable starts over. */
-PLACE_INLINE int prev_busy_unlock(place *p, place_task *t, int waker_cpu, int waker, unsigned flags, int prev,
-				  uint64_t probes)
+ * step (prev is the target), closing the read section likewise. waker:
+ * dense or -1; the probes so far are prev's and the waker's. prev's state
+ * is read again (fewer registers to keep in the callers); one no longer
+ * usable starts over. Out of line: its struct wake would take a stack
+ * frame in its callers. */
+PLACE_NOINLINE int wake_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev, int waker)
 {
-	uint64_t state = place__state(p, prev);
+	uint64_t state = place__state(p, prev), probes = 1 + (waker >= 0);
 	struct wake w;
 	int cpu;
 
@@ -1056,19 +1056,6 @@ PLACE_INLINE int prev_busy_unlock(place *p, place_task *t, int waker_cpu, int wa
 		cpu = wake_from_target(&w);
 	place__read_unlock(p);
 	return cpu;
-}
-
-PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev)
-{
-	return prev_busy_unlock(p, t, waker_cpu, -1, flags, prev, 1);
-}
-
-/* A worker waker's (waker dense), out of line: its struct wake would take a
- * stack frame in wake_worker_unlock. */
-PLACE_NOINLINE int wake_worker_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-					   uint64_t probes, int waker)
-{
-	return prev_busy_unlock(p, t, waker_cpu, waker, flags, prev, probes);
 }
 
 /*
@@ -1114,15 +1101,45 @@ PLACE_INLINE int stack_unlock(place *p, place_task *t, int waker, int prev, uint
 	return short_commit(p, waker, r, prev, 0, PLACE_STAT_hit_fallback, probes);
 }
 
-/* The same without a waker, unless WIDEN may find an idle CPU beyond
- * prev's LLC: then the busy path, which ends there (tested here, out of
- * place_wakeup, which stays lean). */
-PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-				     uint64_t probes)
+/*
+ * overloaded(), and WIDEN may find an idle CPU beyond prev's LLC: the busy
+ * path would find nothing in prev's LLC with the same probes and go on to
+ * wake_widen(), so go there at once. What it claims, counted as
+ * wake_commit() counts it, else stack on prev. waker: dense or -1, not
+ * prev (wake_finish() does not widen onto the waker's own CPU).
+ */
+PLACE_NOINLINE int widen_unlock(place *p, place_task *t, int waker, int prev, uint64_t probes)
 {
-	if (place__widen_may(p, prev, p->map[prev].llc))
-		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
-	return stack_unlock(p, t, -1, prev, probes);
+	struct place_task_rec *r = place__rec(t);
+	uint64_t cookie = place_load_64(&r->cookie);
+	struct place_hunt h = { .p = p, .t = t, .claim = place__feat(p, PLACE_FEAT_CLAIM),
+				.cookies = place__cookies_matter(p, cookie), .cookie = cookie };
+	bool found = place__widen(&h, prev, place_load_32(&r->group) && p->numa_count, true);
+	int cpu = found ? h.cpu : prev, llc = p->map[cpu].llc;
+
+	if (h.lost)
+		place__count(p, waker, llc, PLACE_STAT_lost_claims, h.lost);
+	if (h.false_pos)
+		place__count(p, waker, llc, PLACE_STAT_false_positives, h.false_pos);
+	if (!found)
+		return stack_unlock(p, t, waker, prev, probes + h.probes);
+	if (!h.gen) { /* CLAIM off: queued there, as wake_commit() */
+		place__st_enqueue(&p->cpu[cpu].state);
+		place__count(p, waker, llc, PLACE_STAT_unclaimed, 1);
+	}
+	r->recent_used_cpu = r->prev_cpu; /* as select_idle_sibling() */
+	return short_commit(p, waker, r, cpu, h.gen, PLACE_STAT_hit_widened, probes + h.probes);
+}
+
+/* overloaded(): WIDEN when it may find an idle CPU beyond prev's LLC
+ * (tested here, out of place_wakeup, which stays lean), else stack on
+ * prev. waker: dense or -1. */
+PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+				     uint64_t probes, int waker)
+{
+	if (waker != prev && place__widen_may(p, prev, p->map[prev].llc))
+		return widen_unlock(p, t, waker, prev, probes);
+	return stack_unlock(p, t, waker, prev, probes);
 }
 
 /* A worker waker chose itself (wake_affine): select_idle_sibling() from the
@@ -1155,7 +1172,7 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 {
 	struct place_task_rec *r = place__task_rec(t), *wr;
 	int waker = place__dense(p, waker_cpu), os;
-	uint64_t probes = 1, *v;
+	uint64_t probes = 1, *v, cookie;
 
 	if (waker < 0 || !r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
 	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker, false) ||
@@ -1167,8 +1184,9 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
 		record_wakee(p, waker, wr, t);
 	place__st_enqueue(&p->cpu[waker].state);
-	if (place__feat(p, PLACE_FEAT_COOKIES)) /* as wake_commit */
-		place__cookie_pend(p, waker, place_load_64(&r->cookie));
+	cookie = place_load_64(&r->cookie);
+	if (place__cookies_matter(p, cookie)) /* as wake_commit */
+		place__cookie_pend(p, waker, cookie);
 	os = p->map[waker].os;
 	r->queued_cpu = os;
 	r->claim_gen = 0;
@@ -1182,6 +1200,47 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	return os;
 }
 
+/* wake_stack_unlock(), unless the bound of 0 was older than its period (a
+ * quiet LLC) and now lets a scan run: then the busy path decides. Apart,
+ * so that only this one pays for the clock read (a call's saved
+ * registers). */
+PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+				     uint64_t probes, int waker)
+{
+	if (place__util_fresh(p, p->map[prev].llc))
+		return wake_busy_unlock(p, t, waker_cpu, flags, prev, waker);
+	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+}
+
+/* An idle CPU flagged the bound of 0 (RECHECK): look at its age when
+ * place__util_recheck() says to (not from overloaded(), whose caller's
+ * registers would pay for it). */
+PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+				       uint64_t probes, int waker)
+{
+	int llc = p->map[prev].llc; /* the stacked count in the slot it goes to */
+
+	if (place__util_recheck(p, llc, &place__stat_slot(p, waker, llc)[PLACE_STAT_hit_fallback]))
+		return wake_stale_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+}
+
+/* PREV_BUSY (waker dense or -1, probes so far: prev's and the waker's):
+ * stack or widen where overloaded() decides, else the busy path. */
+PLACE_INLINE int prev_busy(place *p, place_task *t, int waker_cpu, unsigned flags, int prev, uint64_t probes,
+			   int waker)
+{
+	switch (overloaded(p, t, prev, &probes)) {
+	case OVER_STACK:
+		return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+	case OVER_RECHECK:
+		return wake_recheck_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+	case OVER_NOT:
+		break;
+	}
+	return wake_busy_unlock(p, t, waker_cpu, flags, prev, waker);
+}
+
 /*
  * A worker waker (waker_cpu, a registered worker's CPU): wake_target()'s
  * choice, then the short paths as above, with the waker's statistics slot.
@@ -1192,7 +1251,7 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	int waker = place__dense(p, waker_cpu), prev = -1;
-	uint64_t state = 0, ws, probes = 2, stack_probes; /* prev's and the waker's */
+	uint64_t state = 0, ws, probes = 2; /* prev's and the waker's */
 	struct place_task_rec *r;
 	enum glance g;
 	uint32_t group;
@@ -1217,37 +1276,7 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 	}
 	if (g == PREV_IDLE)
 		return prev_idle_unlock(p, t, waker_cpu, waker, flags, prev, state, probes);
-	stack_probes = probes; /* overloaded()'s own probes count only when it stacks */
-	/* a bound flagged RECHECK: the busy path looks at its age as the whole
-	 * path does; WIDEN as the whole path: not onto the waker's own CPU */
-	if (overloaded(p, t, prev, &stack_probes) == OVER_STACK &&
-	    (waker == prev || !place__widen_may(p, prev, p->map[prev].llc)))
-		return stack_unlock(p, t, waker, prev, stack_probes);
-	return wake_worker_busy_unlock(p, t, waker_cpu, flags, prev, probes, waker);
-}
-
-/* The same, unless the bound of 0 was older than its period (a quiet LLC)
- * and now lets a scan run: then the busy path decides. Apart, so that only
- * this one pays for the clock read (a call's saved registers). */
-PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-				     uint64_t probes)
-{
-	if (place__util_fresh(p, p->map[prev].llc))
-		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
-	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
-}
-
-/* An idle CPU flagged the bound of 0 (RECHECK): look at its age when
- * place__util_recheck() says to (not from overloaded(), whose caller's
- * registers would pay for it). */
-PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-				       uint64_t probes)
-{
-	int llc = p->map[prev].llc; /* no worker waker here: the LLC's slot */
-
-	if (place__util_recheck(p, llc, &place__stat_slot(p, -1, llc)[PLACE_STAT_hit_fallback]))
-		return wake_stale_unlock(p, t, waker_cpu, flags, prev, probes);
-	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
+	return prev_busy(p, t, waker_cpu, flags, prev, probes, waker);
 }
 
 /* This thread's first wakeup: its RCU reader slot, then the whole path
@@ -1279,15 +1308,7 @@ PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned f
 	case PREV_IDLE:
 		return wake_prev_idle_unlock(p, t, waker_cpu, flags, prev, state);
 	case PREV_BUSY:
-		switch (overloaded(p, t, prev, &probes)) {
-		case OVER_STACK:
-			return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes);
-		case OVER_RECHECK:
-			return wake_recheck_unlock(p, t, waker_cpu, flags, prev, probes);
-		case OVER_NOT:
-			break;
-		}
-		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
+		return prev_busy(p, t, waker_cpu, flags, prev, probes, -1);
 	case WHOLE_PATH:
 		break;
 	}

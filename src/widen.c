@@ -55,12 +55,14 @@ int place__widen_create(struct place *p)
 	p->clu = calloc((size_t)t->nr_cpus, sizeof(*p->clu));
 	p->node_llcs = calloc((size_t)t->nr_nodes * PLACE_MASK_WORDS(t->nr_llcs), sizeof(uint64_t));
 	p->llc_idle = aligned_alloc(PLACE_CACHELINE, (size_t)(PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 64);
-	if (!p->clu || !p->node_llcs || !p->llc_idle)
+	p->llc_cores = aligned_alloc(PLACE_CACHELINE, (size_t)(PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 64);
+	if (!p->clu || !p->node_llcs || !p->llc_idle || !p->llc_cores)
 		return -ENOMEM;
 	for (int i = 0; i < (PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 8; i++)
-		p->llc_idle[i] = 0;
+		p->llc_idle[i] = p->llc_cores[i] = 0;
 	for (int l = 0; l < t->nr_llcs; l++) {
 		p->llc_idle[l / 64] |= UINT64_C(1) << (l % 64); /* a hint: the first search repairs it */
+		p->llc_cores[l / 64] |= UINT64_C(1) << (l % 64);
 		p->llc[l].summary = &p->llc_idle[l / 64];
 		p->llc[l].summary_bit = UINT64_C(1) << (l % 64);
 		int node = p->map[place__llc_cpu(p, l, 0)].node; /* its first CPU's */
@@ -69,6 +71,7 @@ int place__widen_create(struct place *p)
 	}
 	p->llc_words = PLACE_MASK_WORDS(t->nr_llcs);
 	p->widen = place__feat(p, PLACE_FEAT_WIDEN) && p->policy != PLACE_POLICY_LINEAR && t->nr_llcs > 1;
+	p->cores_summary = p->policy != PLACE_POLICY_LINEAR && t->nr_llcs <= PLACE_WIDEN_LLCS;
 	for (int cpu = 0; cpu < t->nr_cpus; cpu++) {
 		p->clu[cpu] = cluster_span(p, cpu);
 		if (p->clu[cpu].n && place__feat(p, PLACE_FEAT_CLUSTER))
@@ -82,6 +85,7 @@ void place__widen_destroy(struct place *p)
 	free(p->clu);
 	free(p->node_llcs);
 	free(p->llc_idle);
+	free(p->llc_cores);
 }
 
 /* ---- repair (shared with select.c) ------------------------------------- */
@@ -155,7 +159,7 @@ uint64_t place__claimed_unpublish(struct place *p, int cpu)
 
 /* cpu, seen in state s, for h: available, allowed, its core admits h's
  * cookie; claimed unless h only answers. A lost claim moves on. */
-static bool hunt_take(struct place_hunt *h, int cpu, uint64_t s)
+PLACE_INLINE bool hunt_take(struct place_hunt *h, int cpu, uint64_t s)
 {
 	struct place *p = h->p;
 
@@ -200,15 +204,16 @@ static bool hunt_core(struct place_hunt *h, int cpu, bool whole)
 	return false;
 }
 
-/* LLC l's mask was seen empty: clear its summary bit, then look again (the
- * protocol of widen.h). */
-static void summary_clear(struct place *p, int l)
+/* LLC l's mask (icpus for llc_idle, EXACT's icores for llc_cores) was
+ * seen empty: clear l's bit in that summary, then look again (the protocol
+ * of widen.h). */
+static void summary_clear(uint64_t *summary, const struct place_llc *llc, int l, const uint64_t *mask)
 {
-	if (!place_mask_clear(p->llc_idle, l))
+	if (!place_mask_clear(summary, l))
 		return;
 	place_fence_rmw_load(); /* the summary clear before the mask loads */
-	if (place_mask_next(p->llc[l].icpus, p->llc[l].weight, 0) >= 0)
-		place_mask_set(p->llc_idle, l);
+	if (place_mask_next(mask, llc->weight, 0) >= 0)
+		place_mask_set(summary, l);
 }
 
 /* The mask a search visits in LLC l: whole cores (EXACT's icores; the
@@ -245,62 +250,81 @@ PLACE_NOINLINE bool hunt_llc(struct place_hunt *h, int l, const uint64_t *mask, 
 			return true;
 	}
 	if (!seen && !whole && p->policy != PLACE_POLICY_LINEAR)
-		summary_clear(p, l);
+		summary_clear(p->llc_idle, llc, l, llc->icpus);
+	else if (!seen && p->policy == PLACE_POLICY_EXACT)
+		summary_clear(p->llc_cores, llc, l, llc->icores);
 	else if (whole && h->budget > 0 && p->policy == PLACE_POLICY_SIS_CORE &&
 		 place_load_32(&llc->has_idle_cores))
-		place_store_32(&llc->has_idle_cores, 0); /* a full scan found no idle core */
+		place__llc_cores_none(p, llc); /* a full scan found no idle core */
 	return false;
 }
 
-/* The LLCs of a search, in order, noted by its first pass as it visits
- * them (all: the pass ran to the end), for the second pass to walk. */
-struct llc_list {
-	int l[PLACE_WIDEN_LLCS];
-	int n;
-};
+/* The LLCs of word i a pass looks at: summary bit set, in the ring (far 0:
+ * the target's node, whose LLCs are node[], 1: the others), and for a
+ * whole core in llc_cores (the others have none to look for). */
+PLACE_INLINE uint64_t ring_word(const struct place *p, const uint64_t *node, int i, bool far, bool whole)
+{
+	uint64_t bits = place_load_64(&p->llc_idle[i]) & (far ? ~node[i] : node[i]);
 
-/* One ring of LLCs (far 0: the target's node, 1: the others) whose summary
- * bit is set, from the target's LLC on and wrapping, one word at a time, the
- * target's word twice (above the target first, below it last): each visited
- * for h, and noted in seen, while the budget and the room in seen last. A
- * word is read when its turn comes (the LLCs visited before it change only
- * their own bits): a search that ends in its first LLCs reads no further.
- * Returns -1 when found, 0 when the budget ran out, else 1. */
-static int hunt_ring(struct place_hunt *h, const struct place_cpu_map *tm, bool far, bool whole,
-		     struct llc_list *seen)
+	return whole && p->cores_summary ? bits & place_load_64(&p->llc_cores[i]) : bits;
+}
+
+/* Visit LLC l for h, counted in *seen (LLCs visited by this pass, whether
+ * they had anything to look at or not): -1 found, 0 budget spent, else 1. */
+PLACE_INLINE int hunt_visit(struct place_hunt *h, const struct place_cpu_map *tm, int l, bool whole, int *seen)
+{
+	const uint64_t *mask = hunt_mask(h->p, &h->p->llc[l], whole);
+
+	++*seen;
+	if (mask && hunt_llc(h, l, mask, tm->pos, whole, NULL))
+		return -1;
+	return h->budget > 0;
+}
+
+/* One ring of LLCs whose bit ring_word() gives, from the target's LLC on
+ * and wrapping, each visited while the budget lasts and *seen stays below
+ * PLACE_WIDEN_LLCS. Up to 64 LLCs, one word rotated so that the ring's
+ * order is its bits' order. Beyond, one word at a time, the target's word
+ * twice (above the target first, below it last), each read when its turn
+ * comes (the LLCs visited before it change only their own bits): a search
+ * that ends in its first LLCs reads no further. Returns -1 when found, 0
+ * when the budget ran out, else 1. */
+PLACE_INLINE int hunt_ring(struct place_hunt *h, const struct place_cpu_map *tm, bool far, bool whole, int *seen)
 {
 	const struct place *p = h->p;
-	int words = p->llc_words, w0 = (int)((unsigned)tm->llc / 64);
+	int words = p->llc_words, w0 = (int)((unsigned)tm->llc / 64), r = 1;
 	const uint64_t *node = &p->node_llcs[tm->node * words];
-	uint64_t self = UINT64_C(1) << ((unsigned)tm->llc % 64);
+	unsigned after = ((unsigned)tm->llc + 1) % 64; /* the bit after the target's */
+	uint64_t self = UINT64_C(1) << ((unsigned)tm->llc % 64), bits;
 
+	if (words == 1) {
+		bits = ring_word(p, node, 0, far, whole) & ~self;
+		bits = after ? bits >> after | bits << (64 - after) : bits;
+		for (; bits && *seen < PLACE_WIDEN_LLCS && r > 0; bits &= bits - 1)
+			r = hunt_visit(h, tm, (int)(((unsigned)__builtin_ctzll(bits) + after) % 64), whole, seen);
+		return r;
+	}
 	for (int k = 0, i = w0; k <= words; k++, i = i + 1 < words ? i + 1 : 0) {
-		uint64_t bits = place_load_64(&p->llc_idle[i]) & (far ? ~node[i] : node[i]);
-
+		bits = ring_word(p, node, i, far, whole);
 		if (i == w0)
 			bits &= k == 0 ? ~(self | (self - 1)) : self - 1;
-		for (; bits && seen->n < PLACE_WIDEN_LLCS; bits &= bits - 1) {
-			int l = i * 64 + __builtin_ctzll(bits);
-			const uint64_t *mask = hunt_mask(p, &p->llc[l], whole);
-
-			seen->l[seen->n++] = l;
-			if (mask && hunt_llc(h, l, mask, tm->pos, whole, NULL))
-				return -1;
-			if (h->budget <= 0)
-				return 0;
-		}
+		for (; bits && *seen < PLACE_WIDEN_LLCS && r > 0; bits &= bits - 1)
+			r = hunt_visit(h, tm, i * 64 + __builtin_ctzll(bits), whole, seen);
+		if (r <= 0)
+			return r;
 	}
 	return 1;
 }
 
-/* A pass over the LLCs in order, at most PLACE_WIDEN_LLCS: found (-1),
- * budget spent (0), or every LLC visited and noted in seen (1). */
-PLACE_INLINE int hunt_rings(struct place_hunt *h, const struct place_cpu_map *tm, bool node_only, bool whole,
-		      struct llc_list *seen)
+/* A pass over the LLCs in order, at most PLACE_WIDEN_LLCS, with a fresh
+ * budget: found, or not. */
+PLACE_INLINE bool hunt_rings(struct place_hunt *h, const struct place_cpu_map *tm, bool node_only, bool whole)
 {
-	int r = hunt_ring(h, tm, false, whole, seen);
+	int seen = 0, r;
 
-	return r > 0 && !node_only ? hunt_ring(h, tm, true, whole, seen) : r;
+	h->budget = PLACE_WIDEN_BUDGET;
+	r = hunt_ring(h, tm, false, whole, &seen);
+	return r < 0 || (r > 0 && !node_only && hunt_ring(h, tm, true, whole, &seen) < 0);
 }
 
 /*
@@ -309,32 +333,16 @@ PLACE_INLINE int hunt_rings(struct place_hunt *h, const struct place_cpu_map *tm
  * anywhere (node_only: never off the node). Only LLCs whose summary bit is
  * set are visited, at most PLACE_WIDEN_LLCS of them, and at most
  * PLACE_WIDEN_BUDGET mask bits (one core each) for a whole core, as many
- * for an idle CPU. The idle-CPU pass walks the LLCs the whole-core pass
- * noted when that one saw them all.
+ * for an idle CPU. The idle-CPU pass reads llc_idle again: the
+ * whole-core pass clears none of its bits, and sets only bits already set
+ * (a repair's). It reads llc_cores too (cores_summary), which it keeps
+ * as llc_idle is kept (EXACT: summary_clear() of an empty icores).
  */
 bool place__widen(struct place_hunt *h, int target, bool node_only, bool cores)
 {
 	const struct place_cpu_map *tm = &h->p->map[target];
-	struct llc_list seen; /* only seen.n is set: no memset of the list */
-	int r = 0;
 
-	seen.n = 0;
-
-	h->budget = PLACE_WIDEN_BUDGET;
-	if (cores && (r = hunt_rings(h, tm, node_only, true, &seen)) < 0)
-		return true;
-	h->budget = PLACE_WIDEN_BUDGET;
-	if (r <= 0) { /* not all seen */
-		seen.n = 0;
-		return hunt_rings(h, tm, node_only, false, &seen) < 0;
-	}
-	for (int j = 0; j < seen.n && h->budget > 0; j++) {
-		const uint64_t *mask = hunt_mask(h->p, &h->p->llc[seen.l[j]], false);
-
-		if (mask && hunt_llc(h, seen.l[j], mask, tm->pos, false, NULL))
-			return true;
-	}
-	return false;
+	return (cores && hunt_rings(h, tm, node_only, true)) || hunt_rings(h, tm, node_only, false);
 }
 
 /* ---- the thief query --------------------------------------------------- */

@@ -61,6 +61,38 @@ static inline void place__llc_idle_note(struct place_llc *llc)
 		place_or_64(llc->summary, llc->summary_bit);
 }
 
+/* LLC llc's word in p->llc_cores (its bit is summary_bit). */
+static inline uint64_t *place__llc_cores_word(const struct place *p, const struct place_llc *llc)
+{
+	return &p->llc_cores[llc->summary - p->llc_idle];
+}
+
+/* llc's has_idle_cores just went 0 -> 1 (a CAS): its bit in the idle-core
+ * summary (the protocol of llc_cores, internal.h). */
+static inline void place__llc_cores_note(struct place *p, struct place_llc *llc)
+{
+	uint64_t *w = place__llc_cores_word(p, llc);
+
+	place_fence_rmw_load(); /* the CAS before the summary load */
+	if (!(place_load_64(w) & llc->summary_bit))
+		place_or_64(w, llc->summary_bit);
+}
+
+/* A scan of llc found no idle core: has_idle_cores 0, then its summary
+ * bit clear, unless has_idle_cores is seen 1 again after the clear. */
+static inline void place__llc_cores_none(struct place *p, struct place_llc *llc)
+{
+	uint64_t *w = place__llc_cores_word(p, llc);
+
+	place_store_32(&llc->has_idle_cores, 0);
+	if (!(place_load_64(w) & llc->summary_bit))
+		return;
+	place_and_64(w, ~llc->summary_bit);
+	place_fence_rmw_load(); /* the clear before the flag load; pairs with the note */
+	if (place_load_32(&llc->has_idle_cores))
+		place_or_64(w, llc->summary_bit);
+}
+
 /*
  * SIS_CORE: cpu was just claimed, so it is not idle any more; its mask bit,
  * left set, is a false positive. A scan for idle cores (has_idle_cores)

@@ -93,6 +93,67 @@ START_TEST(t_widen_order)
 }
 END_TEST
 
+/* A full scan of an LLC that finds no whole idle core clears its bit in
+ * WIDEN's idle-core summary (SIS_CORE: with has_idle_cores); a core of it
+ * going idle afterwards sets it again, and the next wakeup that widens
+ * takes that whole core, not the idle CPU beside a busy sibling that the
+ * idle-CPU pass meets first. */
+START_TEST(t_widen_core_summary)
+{
+	struct env e;
+	int cpu;
+
+	env_open(&e, TOPO_2N4L, policies[_i], PLACE_FEAT_DEFAULT, true);
+	busy(&e, 0, 4);
+	busy(&e, 6, 6);  /* LLC 1: CPUs 5 and 7 idle, no whole idle core */
+	busy(&e, 8, 15); /* node 1 full */
+	cpu = env_wake(&e, env_task_on(&e, 0, 0), PLACE_CPU_NONE, 0);
+	ck_assert_msg(cpu == 5 || cpu == 7, "%s: got %d", policy_name[_i], cpu);
+	ck_assert(!(*place__llc_cores_word(e.p, env_llc(&e, 1)) & env_llc(&e, 1)->summary_bit));
+	ck_assert_int_eq(place_claim_release(e.p, cpu), 0);
+	env_park(&e, 6, &e.task[32 + 6]); /* core {6,7} idle again */
+	cpu = env_wake(&e, env_task_on(&e, 1, 0), PLACE_CPU_NONE, 0);
+	ck_assert_msg(cpu == 6 || cpu == 7, "%s: got %d, wanted the idle core {6,7}", policy_name[_i], cpu);
+	ck_assert_uint_eq(env_stats(&e).hit_widened, 2);
+	env_close(&e);
+}
+END_TEST
+
+/* More LLCs than a summary word holds (72: LLCs 0-35 on node 0, 36-71 on
+ * node 1, one core of SMT2 each): the rings run over both words in order,
+ * from the target's LLC on and wrapping, its node first. Whole idle cores
+ * in LLCs 2, 33, 40 and 70, every other CPU busy. */
+START_TEST(t_widen_many_llcs)
+{
+	static place_task dummy[144];
+	static const struct {
+		int target_llc, want_llc;
+	} cases[] = { { 65, 70 }, { 71, 40 }, { 30, 33 }, { 34, 2 } };
+	struct env e;
+
+	env_open(&e, "synthetic:pack:2 [numa] l3:36 core:1 pu:2", policies[_i], PLACE_FEAT_DEFAULT, true);
+	ck_assert_int_eq(e.p->llc_words, 2);
+	for (int cpu = 0; cpu < e.nr_cpus; cpu++) {
+		int l = llc_of(&e, cpu);
+
+		place_task_init(&dummy[cpu], 0, 0);
+		if (l != 2 && l != 33 && l != 40 && l != 70)
+			env_run(&e, cpu, &dummy[cpu]);
+	}
+	for (int k = 0; k < 4; k++) {
+		int prev = -1, cpu;
+
+		for (int c = 0; c < e.nr_cpus && prev < 0; c++)
+			prev = llc_of(&e, c) == cases[k].target_llc ? c : -1;
+		cpu = env_wake(&e, env_task_on(&e, k, prev), PLACE_CPU_NONE, 0);
+		ck_assert_msg(llc_of(&e, cpu) == cases[k].want_llc, "%s: from LLC %d got CPU %d of LLC %d, wanted LLC %d",
+			      policy_name[_i], cases[k].target_llc, cpu, llc_of(&e, cpu), cases[k].want_llc);
+		ck_assert_int_eq(place_claim_release(e.p, cpu), 0);
+	}
+	env_close(&e);
+}
+END_TEST
+
 /* A task with a NUMA group is widened within its target's node only; its
  * cpu_set_t is honoured; a cookie too (a core running another cookie is
  * not taken). */
@@ -305,8 +366,10 @@ END_TEST
 /* Concurrent: each thread is the worker of its own CPUs (run, park) and a
  * thief-waker (place_idle_near, then the thief's release) and a waker
  * (claimed wakeups, started at once). Afterwards, all parked: no claim
- * leaked, every non-empty LLC mask has its summary bit (the protocol of
- * widen.h), and the thief query finds every other CPU. */
+ * leaked, every non-empty LLC mask has its summary bit and every LLC with
+ * an idle core hint (has_idle_cores, EXACT's icores) its idle-core summary
+ * bit (the protocols of widen.h), and the thief query finds every other
+ * CPU. */
 #define NTHR 4
 #define TOPO_STRESS "synthetic:pack:2 [numa] l3:4 core:2 pu:2"
 
@@ -370,9 +433,16 @@ START_TEST(t_widen_stress)
 		ck_assert_msg(env_available(&e, cpu), "CPU %d: state %#llx", cpu,
 			      (unsigned long long)env_state(&e, cpu));
 	}
-	for (int l = 0; l < e.p->topo->nr_llcs; l++)
-		if (place_mask_next(e.p->llc[l].icpus, e.p->llc[l].weight, 0) >= 0)
+	for (int l = 0; l < e.p->topo->nr_llcs; l++) {
+		const struct place_llc *llc = &e.p->llc[l];
+		bool cores = policies[_i] == PLACE_POLICY_EXACT ? place_mask_next(llc->icores, llc->weight, 0) >= 0
+								 : llc->has_idle_cores;
+
+		if (place_mask_next(llc->icpus, llc->weight, 0) >= 0)
 			ck_assert_msg(e.p->llc_idle[0] & (UINT64_C(1) << l), "LLC %d's mask hides", l);
+		if (cores)
+			ck_assert_msg(e.p->llc_cores[0] & (UINT64_C(1) << l), "LLC %d's idle core hides", l);
+	}
 	while (place_idle_near(e.p, 0, 0) >= 0)
 		n++;
 	ck_assert_int_eq(n, e.nr_cpus - 1);
@@ -387,6 +457,8 @@ static Suite *widen_suite(void)
 
 	tcase_add_loop_test(tc, t_widen_takes_idle_core_in_node, 0, 2);
 	tcase_add_loop_test(tc, t_widen_order, 0, 2);
+	tcase_add_loop_test(tc, t_widen_core_summary, 0, 2);
+	tcase_add_loop_test(tc, t_widen_many_llcs, 0, 2);
 	tcase_add_test(tc, t_widen_group_cpus_cookie);
 	tcase_add_test(tc, t_widen_saturated_is_cheap);
 	tcase_add_test(tc, t_cluster_topology);
