@@ -39,6 +39,16 @@ install_packages() {
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q $missing >/dev/null
 }
 
+# A tool that only one test stage needs: installed when missing; the stage
+# says so, loudly, and is skipped if that fails (no network, no root).
+install_optional() {
+	echo "build.sh: installing $* for the next stage"
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	# shellcheck disable=SC2086
+	{ $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "$@"; } >/dev/null 2>&1 || true
+}
+
 build() {
 	install_packages
 	cd "$TOP"
@@ -166,7 +176,9 @@ tsan_check() {
 # The suite under valgrind memcheck (errors and definite leaks fail it).
 # hwloc's synthetic backend overlaps a memcpy: tests/valgrind.supp says why.
 valgrind_check() {
-	command -v valgrind >/dev/null 2>&1 || { echo "build.sh: valgrind missing, memcheck stage skipped"; return 0; }
+	command -v valgrind >/dev/null 2>&1 || install_optional valgrind
+	command -v valgrind >/dev/null 2>&1 || {
+		echo "build.sh: *** MEMCHECK STAGE SKIPPED: no valgrind (Debian: valgrind) ***"; return 0; }
 	# --fair-sched=yes: valgrind runs one thread at a time, and by default a
 	# spinning thread can starve the others for seconds (test_pool's
 	# t_no_worker_lost, whose tasks spin until every worker runs one, then
@@ -196,10 +208,7 @@ fuzz_toolchain_ok() {
 
 fuzz_check() {
 	if ! fuzz_toolchain_ok; then
-		echo "build.sh: installing clang libclang-rt-14-dev for the fuzz stage"
-		sudo=""
-		[ "$(id -u)" -eq 0 ] || sudo=sudo
-		{ $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q clang libclang-rt-14-dev; } >/dev/null 2>&1 || true
+		install_optional clang libclang-rt-14-dev
 	fi
 	if ! fuzz_toolchain_ok; then
 		echo "build.sh: *** FUZZ STAGE SKIPPED: no clang with libFuzzer (Debian: clang libclang-rt-14-dev) ***"
