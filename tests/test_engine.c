@@ -1190,12 +1190,12 @@ static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen
 	default: /* wake t, its prev drawn, by a running worker or nobody; give it up at once, or not */
 		place__rec(t)->prev_cpu = cpu;
 		/* r has 24 bits: the last draws come from a mix of all of them */
-		mix = (r * 2654435761u) >> 28;
-		waker = mix % 4 ? PLACE_CPU_NONE : agree_waker(e, (int)(r >> 20));
+		mix = (r * 2654435761u) >> 24;
+		waker = (mix >> 4) % 4 ? PLACE_CPU_NONE : agree_waker(e, (int)(r >> 20));
 		memcpy(before, ext, sizeof(before)); /* no waker: counted in prev's LLC's external slot */
 		flags = (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0;
-		if (waker != PLACE_CPU_NONE && (mix >> 2) % 4 == 0)
-			flags |= PLACE_WAKE_CURRENT; /* a hand-off */
+		if (waker != PLACE_CPU_NONE && (mix >> 6) % 4 == 0) /* a hand-off, half of them of a new task */
+			flags |= PLACE_WAKE_CURRENT | (mix % 2 ? PLACE_WAKE_NEW : 0);
 		agree_note(e, t, cpu, waker, flags, seen, &idle, &over);
 		*answer = place_wakeup(e->p, t, waker, flags);
 		if (seen && waker != PLACE_CPU_NONE) {
