@@ -1025,13 +1025,16 @@ END_TEST
  * nobody.
  * Two instances take the same steps; the tasks of the second carry a
  * cpu_set_t of every CPU, which sends each of their wakeups down the general
- * path. Every answer, state word, mask, statistic (total and per LLC) and
- * task record must agree. The steps busy and free CPUs (cookied dummies
+ * path. Every answer, state word, mask, LLC hint (the scan bound with its
+ * RECHECK flag and its age), cookie hint, statistic (slot by slot: the
+ * waker's, the LLC's external one) and task record must agree. The steps busy and free CPUs (cookied dummies
  * among them), unregister and register workers, set the LLC hints (scan
  * bound 0 or not, has_idle_cores) and wake tasks with cookies, groups out
  * of range and recent CPUs in and out of prev's LLC. Cores of 1, 2 and 4
  * CPUs, and a hybrid part with both; 3 policies; 3 feature sets.
  */
+/* SIS_UTIL's period: 64 steps (the clock moves 1 us a step) */
+#define AGREE_PERIOD_NS 64000
 #define TOPO_2LLC8 "synthetic:pack:1 l3:2 core:4 pu:2"
 
 static const char *const agree_topos[] = { TOPO_2LLC8, "synthetic:pack:1 l3:2 core:8 pu:1",
@@ -1039,9 +1042,12 @@ static const char *const agree_topos[] = { TOPO_2LLC8, "synthetic:pack:1 l3:2 co
 
 /* Wakeups that met a short path's conditions (instance a only); worker:
  * those of a worker waker with a usable prev and nothing queued (its short
- * path's conditions), affine: those sent to that waker's CPU. */
+ * path's conditions), affine: those sent to that waker's CPU, recheck:
+ * those answered prev while prev was busy and the bound 0 with RECHECK
+ * set (the RECHECK path looks at the waker's slot), handoff: those with
+ * PLACE_WAKE_CURRENT. */
 struct agree_seen {
-	int prev_idle, overloaded, worker, affine;
+	int prev_idle, overloaded, worker, affine, recheck, handoff;
 };
 
 static unsigned agree_rand(unsigned *seed)
@@ -1050,32 +1056,60 @@ static unsigned agree_rand(unsigned *seed)
 	return *seed >> 8;
 }
 
-/* The statistics are sums over every slot: compared every 64 steps (they
- * only grow, so a difference stays), the rest after every step. */
+/* ck_assert_msg() without its mark point (a write(2) for each assertion
+ * that holds, most of this test's run time under memcheck). */
+#define AGREE(expr, ...)                            \
+	do {                                        \
+		if (!(expr))                        \
+			ck_abort_msg(__VA_ARGS__);  \
+	} while (0)
+
+/* Slot v of a and w of b, statistic by statistic. */
+static void agree_slot(const uint64_t *v, const uint64_t *w, const char *what, int step, const char *slot, int n)
+{
+	for (int k = 0; k < PLACE_NR_SLOT_STATS; k++)
+		AGREE(v[k] == w[k], "%s step %d: %s %d statistic %d: %lu vs %lu", what, step, slot, n, k,
+			      (unsigned long)v[k], (unsigned long)w[k]);
+}
+
+/* The statistics slot by slot (each CPU's, each LLC's external slot: a
+ * count in the wrong slot of the right LLC changes no sum), compared every
+ * 64 steps (they only grow, so a difference stays); the rest after every
+ * step, the LLC hints and the SIS_UTIL bound's state among it. */
 static void agree_check(struct env *a, struct env *b, const char *what, int step)
 {
-	for (int c = 0; c < a->nr_cpus; c++)
-		ck_assert_msg(env_state(a, c) == env_state(b, c), "%s step %d: cpu %d state %#lx vs %#lx", what,
-			      step, c, (unsigned long)env_state(a, c), (unsigned long)env_state(b, c));
-	for (int l = 0; l < a->p->topo->nr_llcs; l++) {
-		place_stats sa, sb;
+	bool stats = !(step % 64) || getenv("AGREE_EVERY");
 
-		ck_assert_msg(env_mask(a, l) == env_mask(b, l), "%s step %d: llc %d mask", what, step, l);
-		ck_assert_msg(env_llc(a, l)->icores[0] == env_llc(b, l)->icores[0], "%s step %d: llc %d icores",
-			      what, step, l);
-		if (step % 64 && !getenv("AGREE_EVERY"))
-			continue;
-		ck_assert_int_eq(place_stats_read(a->p, l, &sa), 0);
-		ck_assert_int_eq(place_stats_read(b->p, l, &sb), 0);
-		for (size_t k = 0; k < sizeof(sa) / sizeof(uint64_t); k++)
-			ck_assert_msg(((const uint64_t *)&sa)[k] == ((const uint64_t *)&sb)[k],
-				      "%s step %d: llc %d statistic %zu: %lu vs %lu", what, step, l, k,
-				      (unsigned long)((const uint64_t *)&sa)[k], (unsigned long)((const uint64_t *)&sb)[k]);
+	for (int c = 0; c < a->nr_cpus; c++) {
+		int core = a->p->map[c].core;
+
+		AGREE(env_state(a, c) == env_state(b, c), "%s step %d: cpu %d state %#lx vs %#lx", what,
+			      step, c, (unsigned long)env_state(a, c), (unsigned long)env_state(b, c));
+		AGREE(a->p->cpu[c].scan_sibling == b->p->cpu[c].scan_sibling &&
+				      a->p->core[core].pend == b->p->core[core].pend,
+			      "%s step %d: cpu %d scan_sibling mark or its core's cookie pend hint", what, step, c);
+		if (stats)
+			agree_slot(a->p->slot[c].v, b->p->slot[c].v, what, step, "cpu slot", c);
+	}
+	AGREE(a->p->cookie_seen == b->p->cookie_seen && a->p->cookie_mixed == b->p->cookie_mixed,
+		      "%s step %d: cookie_seen or cookie_mixed", what, step);
+	for (int l = 0; l < a->p->topo->nr_llcs; l++) {
+		const struct place_llc *la = env_llc(a, l), *lb = env_llc(b, l);
+
+		AGREE(env_mask(a, l) == env_mask(b, l), "%s step %d: llc %d mask", what, step, l);
+		AGREE(la->icores[0] == lb->icores[0], "%s step %d: llc %d icores", what, step, l);
+		AGREE(la->nr_idle_scan == lb->nr_idle_scan && la->has_idle_cores == lb->has_idle_cores &&
+				      la->util_stamp == lb->util_stamp && la->util_avg == lb->util_avg,
+			      "%s step %d: llc %d hints: nr_idle_scan %#x vs %#x, util_stamp %lu vs %lu", what, step,
+			      l, la->nr_idle_scan, lb->nr_idle_scan, (unsigned long)la->util_stamp,
+			      (unsigned long)lb->util_stamp);
+		if (stats)
+			agree_slot(a->p->ext[l].v, b->p->ext[l].v, what, step, "llc external slot", l);
 	}
 	for (int i = 0; i < NR_TASKS; i++) {
 		const struct place_task_rec *ra = place__rec(&a->task[i]), *rb = place__rec(&b->task[i]);
 
-		ck_assert_msg(ra->prev_cpu == rb->prev_cpu && ra->recent_used_cpu == rb->recent_used_cpu &&
+		AGREE(ra->prev_cpu == rb->prev_cpu && ra->recent_used_cpu == rb->recent_used_cpu &&
 				      ra->queued_cpu == rb->queued_cpu && ra->claim_gen == rb->claim_gen &&
 				      ra->wakee_flips == rb->wakee_flips && ra->flip_decay_ns == rb->flip_decay_ns &&
 				      (ra->last_wakee ? (const place_task *)ra->last_wakee - a->task : -1) ==
@@ -1084,10 +1118,10 @@ static void agree_check(struct env *a, struct env *b, const char *what, int step
 	}
 }
 
-/* Would a short path decide t's wakeup (nothing queued; no waker for
- * *idle and *over)? */
-static void agree_note(struct env *e, place_task *t, int cpu, int waker, struct agree_seen *seen, int *idle,
-		       int *over)
+/* Would a short path decide t's wakeup (nothing queued)? *idle: prev
+ * available; *over: prev busy in an overloaded LLC, 2 with RECHECK set. */
+static void agree_note(struct env *e, place_task *t, int cpu, int waker, unsigned flags, struct agree_seen *seen,
+		       int *idle, int *over)
 {
 	const struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
 	uint64_t s = env_state(e, cpu);
@@ -1096,19 +1130,32 @@ static void agree_note(struct env *e, place_task *t, int cpu, int waker, struct 
 	if (!seen || place__rec(t)->queued_cpu >= 0 || !place__st_usable(s))
 		return;
 	if (waker != PLACE_CPU_NONE) {
-		seen->worker++;
-		return;
+		seen->handoff += !!(flags & PLACE_WAKE_CURRENT);
+		seen->worker += !(flags & PLACE_WAKE_CURRENT);
 	}
 	*idle = place__st_available(s);
 	*over = !*idle && e->p->scan_bounded && !(llc->nr_idle_scan & PLACE_SCAN_NR) &&
 		!(llc->smt && llc->has_idle_cores);
+	*over += *over && llc->nr_idle_scan;
+}
+
+/* The first running worker from CPU from on, PLACE_CPU_NONE if none. */
+static int agree_waker(struct env *e, int from)
+{
+	for (int i = 0; i < e->nr_cpus; i++) {
+		int c = (from + i) % e->nr_cpus;
+
+		if (e->p->cpu[c].curr && place__st_usable(env_state(e, c)))
+			return c;
+	}
+	return PLACE_CPU_NONE;
 }
 
 /* One step, drawn by r; *answer gets what its call returned (INT_MIN: none). */
 static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen *seen)
 {
 	int cpu = (int)(r % (unsigned)e->nr_cpus), i = (int)((r >> 4) % 32), idle, over, waker;
-	unsigned flags;
+	unsigned flags, mix;
 	place_task *dummy = &e->task[48 + cpu % 16], *t = &e->task[i];
 	struct place_llc *llc = env_llc(e, e->p->map[cpu].llc);
 	const uint64_t *ext = e->p->ext[e->p->map[cpu].llc].v;
@@ -1142,17 +1189,20 @@ static void agree_step(struct env *e, unsigned r, int *answer, struct agree_seen
 		break;
 	default: /* wake t, its prev drawn, by a running worker or nobody; give it up at once, or not */
 		place__rec(t)->prev_cpu = cpu;
-		waker = (int)((r >> 20) % (unsigned)e->nr_cpus);
-		if ((r >> 26) % 2 || !e->p->cpu[waker].curr || !place__st_usable(env_state(e, waker)))
-			waker = PLACE_CPU_NONE;
-		agree_note(e, t, cpu, waker, seen, &idle, &over);
+		/* r has 24 bits: the last draws come from a mix of all of them */
+		mix = (r * 2654435761u) >> 24;
+		waker = (mix >> 4) % 4 ? PLACE_CPU_NONE : agree_waker(e, (int)(r >> 20));
 		memcpy(before, ext, sizeof(before)); /* no waker: counted in prev's LLC's external slot */
 		flags = (r >> 16) % 2 ? PLACE_WAKE_SYNC : 0;
-		if (waker != PLACE_CPU_NONE && (r >> 27) % 4 == 0)
-			flags |= PLACE_WAKE_CURRENT; /* a hand-off */
+		if (waker != PLACE_CPU_NONE && (mix >> 6) % 4 == 0) /* a hand-off, half of them of a new task */
+			flags |= PLACE_WAKE_CURRENT | (mix % 2 ? PLACE_WAKE_NEW : 0);
+		agree_note(e, t, cpu, waker, flags, seen, &idle, &over);
 		*answer = place_wakeup(e->p, t, waker, flags);
-		if (seen && waker != PLACE_CPU_NONE)
+		if (seen && waker != PLACE_CPU_NONE) {
 			seen->affine += *answer == waker && waker != cpu;
+			seen->recheck += over == 2 && *answer == cpu && !(flags & PLACE_WAKE_CURRENT);
+			idle = over = 0; /* the rest count wakeups without a waker */
+		}
 		if (seen) {
 			seen->prev_idle += idle && *answer == cpu && ext[PLACE_STAT_hit_target] > before[PLACE_STAT_hit_target];
 			seen->overloaded += over && ext[PLACE_STAT_hit_fallback] > before[PLACE_STAT_hit_fallback];
@@ -1172,20 +1222,26 @@ START_TEST(t_short_paths_agree)
 	int policy = policies[_i % 3];
 	unsigned feat = feats[_i / 3 % 3];
 	char path[PATH_MAX], source[PATH_MAX + 8], what[256];
-	struct agree_seen seen = { 0, 0, 0, 0 };
+	struct agree_seen seen = { 0, 0, 0, 0, 0, 0 };
 	struct env a, b;
+	place_config cfg;
 	cpu_set_t all;
 	unsigned seed = 4242 + (unsigned)_i;
 	/* memcheck looks for memory errors, not for disagreements: fewer steps */
-	int steps = getenv("PLACE_UNDER_VALGRIND") ? 640 : 2560;
+	int steps = getenv("PLACE_UNDER_VALGRIND") ? 640 : 8192;
 
 	if (strncmp(topo, "synthetic:", 10)) {
 		snprintf(source, sizeof(source), "xml:%s", place_test_path(path, sizeof(path), topo));
 		topo = source;
 	}
 	snprintf(what, sizeof(what), "%s %s features %#x", agree_topos[_i / 9], policy_name[_i % 3], feat);
-	env_open(&a, topo, policy, feat, true);
-	env_open(&b, topo, policy, feat, true);
+	place_config_init(&cfg);
+	cfg.policy = policy;
+	cfg.features = feat;
+	/* a short period: bounds recomputed, and stale ones rechecked, in the run */
+	cfg.util_period_ns = AGREE_PERIOD_NS;
+	env_open_cfg(&a, topo, &cfg, true);
+	env_open_cfg(&b, topo, &cfg, true);
 	CPU_ZERO(&all);
 	for (int c = 0; c < b.nr_cpus; c++)
 		CPU_SET(place_topo_cpu(b.topo, c), &all);
@@ -1202,13 +1258,14 @@ START_TEST(t_short_paths_agree)
 
 		agree_step(&a, r, &ra, &seen);
 		agree_step(&b, r, &rb, NULL);
-		ck_assert_msg(ra == rb, "%s step %d: %d vs %d (general path)", what, step, ra, rb);
+		AGREE(ra == rb, "%s step %d: %d vs %d (general path)", what, step, ra, rb);
 		agree_check(&a, &b, what, step);
 	}
-	/* the steps met both short paths' conditions, where the instance has them
+	/* the steps met the short paths' conditions, where the instance has them
 	 * (COOKIES: an idle prev beside waiting work of the other cookie does
-	 * not fit: hybrid.xml meets 20 at 2560 steps). Not under memcheck, whose
-	 * shorter run is about memory errors (640 steps met 3 overloaded stacks) */
+	 * not fit: hybrid.xml meets 78 at 8192 steps; a worker wakeup met RECHECK
+	 * 5 times or more). Not under memcheck, whose shorter run is about
+	 * memory errors (640 steps met 3 overloaded stacks) */
 	if (steps < 2560) {
 		env_close(&a);
 		env_close(&b);
@@ -1218,8 +1275,10 @@ START_TEST(t_short_paths_agree)
 		      what, seen.prev_idle);
 	ck_assert_msg(seen.overloaded > 20 * steps / 2560 || policy == PLACE_POLICY_EXACT,
 		      "%s: %d overloaded stacks", what, seen.overloaded);
-	ck_assert_msg(seen.worker > 50 * steps / 2560 && seen.affine > 5 * steps / 2560,
-		      "%s: %d worker wakeups, %d to the waker's CPU", what, seen.worker, seen.affine);
+	ck_assert_msg(seen.worker > 50 * steps / 2560 && seen.affine > 5 * steps / 2560 && seen.handoff > 5,
+		      "%s: %d worker wakeups, %d to the waker's CPU, %d hand-offs", what, seen.worker, seen.affine,
+		      seen.handoff);
+	ck_assert_msg(seen.recheck > 0 || policy == PLACE_POLICY_EXACT, "%s: no worker wakeup met RECHECK", what);
 	env_close(&a);
 	env_close(&b);
 }
