@@ -986,15 +986,16 @@ PLACE_NOINLINE int wakeup_unlock(place *p, place_task *t, int waker_cpu, unsigne
 	return cpu;
 }
 
-/* A short path's answer: t is counted on cpu (claim gen, 0 = queued), at
- * the given level after probes probes (lost claims: lost), as
- * wake_commit() counts it; the read section closes. A worker waker (dense
- * waker >= 0) counts in its own slot; no waker, in the LLC's external slot. */
-PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int cpu, uint32_t gen,
-			      enum place_stat_id level, uint64_t probes, uint64_t lost, uint64_t false_pos)
+/* A short path's answer: t (cookie read once, cookies: COOKIES applies
+ * to it) is counted on cpu (claim gen, 0 = queued), at the given level
+ * after probes probes (lost claims: lost), as wake_commit() counts it; the
+ * read section closes. A worker waker (dense waker >= 0) counts in its own
+ * slot; no waker, in the LLC's external slot. */
+PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, uint64_t cookie, bool cookies, int cpu,
+			      uint32_t gen, enum place_stat_id level, uint64_t probes, uint64_t lost,
+			      uint64_t false_pos)
 {
-	uint64_t cookie = place_load_64(&r->cookie);
-	int os = commit_task(p, r, cpu, gen, place__cookies_matter(p, cookie), cookie);
+	int os = commit_task(p, r, cpu, gen, cookies, cookie);
 
 	commit_stats(p, waker, p->map[cpu].llc, level, probes,
 		     !gen && level != PLACE_STAT_hit_fallback, lost, false_pos);
@@ -1004,22 +1005,37 @@ PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int
 	return os;
 }
 
-/* Can a short path answer for t: its group accepted, its cookie admitted
- * on prev's core; when stacking, not once cookies mix on SMT cores
- * (stack_cpu balances them then). short_commit keeps the core's pend hint,
- * as wake_commit does. */
-PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev, bool stacking)
+/* Can a short path answer for t (its cookie as read): its group accepted,
+ * its cookie admitted on prev's core; when stacking, not once cookies mix
+ * on SMT cores (stack_cpu balances them then). NO_FIT, else whether
+ * COOKIES applies (short_commit keeps the core's pend hint then, as
+ * wake_commit does). */
+enum fit { NO_FIT = -1, FIT, FIT_COOKIES };
+
+PLACE_INLINE enum fit short_fits(place *p, struct place_task_rec *r, uint64_t cookie, int prev, bool stacking)
+{
+	if (place__numa_check(p, place_load_32(&r->group)))
+		return NO_FIT;
+	if (!place__cookies_matter(p, cookie))
+		return FIT;
+	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
+	if (stacking && place_load_32(&p->cookie_mixed) && p->map[prev].smt > 1)
+		return NO_FIT;
+	return place__cookie_admits(p, prev, cookie) ? FIT_COOKIES : NO_FIT;
+}
+
+/* PREV_IDLE's claim, its mask bit still to clear (place__claim_unpublish):
+ * apart, so that prev_idle_unlock() calls nothing and saves no register.
+ * t's cookie is read again (six arguments, all in registers): the pend
+ * hint it sets is a hint, as any racing place_task_set_cookie leaves it. */
+PLACE_NOINLINE int claimed_unpublish_unlock(place *p, int waker, struct place_task_rec *r, int prev, uint32_t gen,
+					   uint64_t probes)
 {
 	uint64_t cookie = place_load_64(&r->cookie);
 
-	if (place__numa_check(p, place_load_32(&r->group)))
-		return false;
-	if (!place__cookies_matter(p, cookie))
-		return true;
-	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
-	if (stacking && place_load_32(&p->cookie_mixed) && p->map[prev].smt > 1)
-		return false;
-	return place__cookie_admits(p, prev, cookie);
+	probes += place__claim_unpublish_slow(p, prev);
+	return short_commit(p, waker, r, cookie, place__cookies_matter(p, cookie), prev, gen, PLACE_STAT_hit_target,
+			    probes, 0, 0);
 }
 
 /* PREV_IDLE: claim prev, as select_idle_sibling()'s first step would,
@@ -1031,16 +1047,19 @@ PLACE_INLINE int prev_idle_unlock(place *p, place_task *t, int waker_cpu, int wa
 				  uint64_t state, uint64_t probes)
 {
 	struct place_task_rec *r = place__rec(t);
+	uint64_t cookie = place_load_64(&r->cookie);
+	enum fit fit;
 	uint32_t gen;
 
-	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev, false))
+	if (!place__feat(p, PLACE_FEAT_CLAIM) || (fit = short_fits(p, r, cookie, prev, false)) == NO_FIT)
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!place__st_claim(&p->cpu[prev].state, state, &gen)) {
 		place__count(p, waker, p->map[prev].llc, PLACE_STAT_lost_claims, 1);
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	}
-	probes += place__claim_unpublish(p, prev);
-	return short_commit(p, waker, r, prev, gen, PLACE_STAT_hit_target, probes, 0, 0);
+	if (place__claim_unpublish_due(p, prev))
+		return claimed_unpublish_unlock(p, waker, r, prev, gen, probes);
+	return short_commit(p, waker, r, cookie, fit, prev, gen, PLACE_STAT_hit_target, probes, 0, 0);
 }
 
 /* The no-waker short paths keep place_wakeup's first four arguments where
@@ -1096,7 +1115,7 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	int recent;
 
 	if (!p->scan_bounded || (scan & PLACE_SCAN_NR) || (llc->smt && place_load_32(&llc->has_idle_cores)) ||
-	    !short_fits(p, r, prev, true))
+	    short_fits(p, r, place_load_64(&r->cookie), prev, true) == NO_FIT)
 		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
@@ -1123,7 +1142,7 @@ PLACE_NOINLINE int widen_unlock(place *p, place_task *t, int prev, uint64_t prob
 				.cookies = place__cookies_matter(p, cookie), .cookie = cookie };
 	bool found = place__widen(&h, prev, place_load_32(&r->group) && p->numa_count, true);
 
-	return short_commit(p, waker, r, found ? h.cpu : prev, found ? h.gen : 0,
+	return short_commit(p, waker, r, cookie, h.cookies, found ? h.cpu : prev, found ? h.gen : 0,
 			    found ? PLACE_STAT_hit_widened : PLACE_STAT_hit_fallback, probes + h.probes, h.lost,
 			    h.false_pos);
 }
@@ -1133,11 +1152,13 @@ PLACE_NOINLINE int widen_unlock(place *p, place_task *t, int prev, uint64_t prob
 PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int prev, uint64_t probes, int waker)
 {
 	struct place_task_rec *r = place__rec(t);
+	uint64_t cookie = place_load_64(&r->cookie);
 
 	r->recent_used_cpu = r->prev_cpu; /* as select_idle_sibling() */
 	if (waker != prev && place__widen_may(p, prev, p->map[prev].llc))
 		return widen_unlock(p, t, prev, probes, waker);
-	return short_commit(p, waker, r, prev, 0, PLACE_STAT_hit_fallback, probes, 0, 0);
+	return short_commit(p, waker, r, cookie, place__cookies_matter(p, cookie), prev, 0, PLACE_STAT_hit_fallback,
+			    probes, 0, 0);
 }
 
 /* A worker waker chose itself (wake_affine): select_idle_sibling() from the
@@ -1170,10 +1191,12 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 {
 	struct place_task_rec *r = place__task_rec(t), *wr;
 	int waker = place__dense(p, waker_cpu);
-	uint64_t probes = 1;
+	uint64_t probes = 1, cookie = 0;
+	enum fit fit = NO_FIT;
 
 	if (waker < 0 || !r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
-	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker, false) ||
+	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) ||
+	    (fit = short_fits(p, r, cookie = place_load_64(&r->cookie), waker, false)) == NO_FIT ||
 	    place__task_running(p, t) >= 0)
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
@@ -1181,7 +1204,8 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	wr = waker_rec(p, waker);
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
 		record_wakee(p, waker, wr, t);
-	return short_commit(p, waker, r, waker, 0, PLACE_STAT_hit_target, probes, 0, 0); /* queued, unclaimed */
+	/* queued, unclaimed */
+	return short_commit(p, waker, r, cookie, fit, waker, 0, PLACE_STAT_hit_target, probes, 0, 0);
 }
 
 /* An idle CPU flagged the bound of 0 (RECHECK): look at its age when
