@@ -1071,25 +1071,30 @@ PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, int waker_cpu,
 	return prev_idle_unlock(p, t, waker_cpu, -1, flags, prev, state, 1);
 }
 
-/* PREV_BUSY but not overloaded(): select_idle_sibling() from its first
- * step (prev is the target), closing the read section likewise. waker:
- * dense or -1; the probes so far are prev's and the waker's. prev's state
- * is read again (fewer registers to keep in the callers); one no longer
- * usable starts over. Out of line: its struct wake would take a stack
- * frame in its callers. */
-PLACE_NOINLINE int wake_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev, int waker)
+/* select_idle_sibling() from target, closing the read section: prev where
+ * PREV_BUSY is not overloaded(), or the worker waker that wake_affine
+ * chose. waker_cpu: the waker's OS number or PLACE_CPU_NONE; the probes so
+ * far are prev's and the waker's. Their states are read again, uncounted
+ * (this wakeup read them; fewer registers to keep in the callers); a prev
+ * no longer usable starts over. Out of line: its struct wake would take a
+ * stack frame in its callers. */
+PLACE_NOINLINE int wake_from_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev, int target)
 {
-	uint64_t state = place__state(p, prev), probes = 1 + (waker >= 0);
+	uint64_t state = place__state(p, prev);
+	int waker = place__dense(p, waker_cpu), cpu;
 	struct wake w;
-	int cpu;
 
 	if (!place__st_usable(state))
 		return wakeup_unlock(p, t, waker_cpu, flags);
-	if (waker >= 0 && waker == prev)
+	if (waker >= 0 && waker == target)
 		place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1); /* as wake_target() */
-	cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, probes);
-	if (!cpu)
+	cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, 1 + (waker >= 0));
+	if (!cpu) {
+		w.target = target;
+		if (target != prev)
+			w.waker_state = place__state(p, waker);
 		cpu = wake_from_target(&w);
+	}
 	place__read_unlock(p);
 	return cpu;
 }
@@ -1161,24 +1166,6 @@ PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int prev, uint64_t
 			    probes, 0, 0);
 }
 
-/* A worker waker chose itself (wake_affine): select_idle_sibling() from the
- * waker's CPU, closing the read section. */
-PLACE_NOINLINE int wake_affine_unlock(place *p, place_task *t, int waker, unsigned flags, int prev, uint64_t state,
-				      uint64_t probes, uint64_t ws)
-{
-	struct wake w;
-	int cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, probes);
-
-	if (!cpu) {
-		w.target = waker;
-		w.waker_state = ws;
-		place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1);
-		cpu = wake_from_target(&w);
-	}
-	place__read_unlock(p);
-	return cpu;
-}
-
 /*
  * PLACE_WAKE_CURRENT from a worker (waker_cpu), for t with nothing
  * queued and no cpu_set_t: handoff()'s answer and nothing else, counted as
@@ -1219,7 +1206,7 @@ PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, u
 
 	if (place__util_recheck(p, llc, &place__stat_slot(p, waker, llc)[PLACE_STAT_hit_fallback]) &&
 	    place__util_fresh(p, llc))
-		return wake_busy_unlock(p, t, waker_cpu, flags, prev, waker);
+		return wake_from_unlock(p, t, waker_cpu, flags, prev, prev);
 	return wake_stack_unlock(p, t, prev, probes, waker);
 }
 
@@ -1236,7 +1223,7 @@ PLACE_INLINE int prev_busy(place *p, place_task *t, int waker_cpu, unsigned flag
 	case OVER_NOT:
 		break;
 	}
-	return wake_busy_unlock(p, t, waker_cpu, flags, prev, waker);
+	return wake_from_unlock(p, t, waker_cpu, flags, prev, prev);
 }
 
 /*
@@ -1270,7 +1257,7 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 			return wakeup_unlock(p, t, waker_cpu, flags);
 		/* glance() let only SYNC through: say so, the other tests fold */
 		if (affine_choice(p, t, r, waker, prev, flags & PLACE_WAKE_SYNC, ws, state) != prev)
-			return wake_affine_unlock(p, t, waker, flags, prev, state, probes, ws);
+			return wake_from_unlock(p, t, waker_cpu, flags, prev, waker);
 	}
 	if (g == PREV_IDLE)
 		return prev_idle_unlock(p, t, waker_cpu, waker, flags, prev, state, probes);
