@@ -195,9 +195,9 @@ PLACE_INLINE bool hub_stays(const struct place *p, const struct place_task_rec *
  * SYNC is untouched. LINEAR keeps no mask (always full): no effect. */
 PLACE_INLINE bool pull_ok(const struct place *p, int this, int prev, uint32_t prev_nr)
 {
-	const struct place_llc *llc = &p->llc[p->map[this].llc];
+	const struct place_llc *llc = p->cpu[this].llc;
 
-	return p->map[this].llc == p->map[prev].llc || !place__feat(p, PLACE_FEAT_PULL_IDLE) || prev_nr > 1 ||
+	return llc == p->cpu[prev].llc || !place__feat(p, PLACE_FEAT_PULL_IDLE) || prev_nr > 1 ||
 	       place_mask_next(llc->icpus, llc->weight, 0) >= 0;
 }
 
@@ -208,7 +208,7 @@ PLACE_INLINE bool wake_affine(const struct place *p, const struct place_task_rec
 {
 	uint32_t this_nr = nr_running(p, this, ts), prev_nr;
 
-	if (place__st_available(ts) && p->map[this].llc == p->map[prev].llc)
+	if (place__st_available(ts) && p->cpu[this].llc == p->cpu[prev].llc)
 		return !place__st_available(ps);
 	if (sync && this_nr == 1)
 		return !hub_stays(p, r, this, prev, ps);
@@ -753,33 +753,63 @@ PLACE_INLINE int wake_init(struct wake *w, place *p, place_task *t, int waker_cp
 	return 0;
 }
 
+/* t (record r) now counts on dense cpu: claimed there (claim gen), else
+ * queued there (gen 0); with cookies (COOKIES applies to its cookie), its
+ * cookie is what waits on cpu's core. Shared by every path. */
+PLACE_INLINE int commit_task(struct place *p, struct place_task_rec *r, int cpu, uint32_t gen, bool cookies,
+			     uint64_t cookie)
+{
+	int os = p->map[cpu].os;
+
+	if (cookies)
+		place__cookie_pend(p, cpu, cookie);
+	if (!gen)
+		place__st_enqueue(&p->cpu[cpu].state);
+	r->queued_cpu = os;
+	r->claim_gen = gen;
+	r->owner = p->id;
+	return os;
+}
+
+/* Add n to *v in counter's slot: its worker's own (single writer), else shared. */
+PLACE_INLINE void stat_add(int counter, uint64_t *v, uint64_t n)
+{
+	if (counter >= 0)
+		place_count_64(v, n);
+	else
+		place_add_64(v, n);
+}
+
+/* A wakeup's statistics, in counter's slot (place__stat_slot) for llc:
+ * its level, probes, and what went wrong. wakeups and claims are sums of
+ * these (stats.c); a claim is never lost on a hit. The slot's address is
+ * taken once (each atomic add is a compiler barrier). */
+PLACE_INLINE void commit_stats(struct place *p, int counter, int llc, enum place_stat_id level, uint64_t probes,
+			       bool unclaimed, uint64_t lost, uint64_t false_pos)
+{
+	uint64_t *v = place__stat_slot(p, counter, llc);
+
+	stat_add(counter, &v[level], 1);
+	stat_add(counter, &v[PLACE_STAT_cpus_probed], probes);
+	if (unclaimed)
+		stat_add(counter, &v[PLACE_STAT_unclaimed], 1);
+	if (lost)
+		stat_add(counter, &v[PLACE_STAT_lost_claims], lost);
+	if (false_pos)
+		stat_add(counter, &v[PLACE_STAT_false_positives], false_pos);
+}
+
 /* Account the answer: the task is now counted on w->cpu (unless answering
  * only), and the statistics of this wakeup go to the waker's slot. */
 PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 {
-	struct place *p = w->p;
-	const struct place_cpu_map *m = map_of(w, w->cpu);
-	int llc = m->llc;
+	int os = map_of(w, w->cpu)->os;
 
-	if (!(w->flags & PLACE_WAKE_NOCLAIM)) {
-		if (w->cookies)
-			place__cookie_pend(p, w->cpu, w->cookie); /* what waits on its core */
-		if (!w->gen)
-			place__st_enqueue(&p->cpu[w->cpu].state);
-		w->r->queued_cpu = m->os;
-		w->r->claim_gen = w->gen;
-		w->r->owner = p->id;
-	}
-	/* wakeups and claims are sums of these (stats.c) */
-	place__count(p, w->counter, llc, level, 1);
-	place__count(p, w->counter, llc, PLACE_STAT_cpus_probed, w->probes);
-	if (!w->claim && level != PLACE_STAT_hit_fallback) /* a claim is never lost on a hit */
-		place__count(p, w->counter, llc, PLACE_STAT_unclaimed, 1);
-	if (w->lost)
-		place__count(p, w->counter, llc, PLACE_STAT_lost_claims, w->lost);
-	if (w->false_pos)
-		place__count(p, w->counter, llc, PLACE_STAT_false_positives, w->false_pos);
-	return m->os;
+	if (!(w->flags & PLACE_WAKE_NOCLAIM))
+		commit_task(w->p, w->r, w->cpu, w->gen, w->cookies, w->cookie);
+	commit_stats(w->p, w->counter, map_of(w, w->cpu)->llc, level, w->probes,
+		     !w->claim && level != PLACE_STAT_hit_fallback, w->lost, w->false_pos);
+	return os;
 }
 
 /* WIDEN (widen.c): nothing idle for t in the target's LLC; beyond it, in
@@ -956,53 +986,56 @@ PLACE_NOINLINE int wakeup_unlock(place *p, place_task *t, int waker_cpu, unsigne
 	return cpu;
 }
 
-/* A short path's answer: t is counted on prev (claim gen, 0 = stacked),
- * at the given level after probes probes; the read section closes. A
- * worker waker (dense waker >= 0) counts in its own slot; no waker, in the
- * LLC's external slot, its address taken once (each atomic add is a
- * compiler barrier). */
-PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, int prev, uint32_t gen,
-			      enum place_stat_id level, uint64_t probes)
+/* A short path's answer: t (cookie read once, cookies: COOKIES applies
+ * to it) is counted on cpu (claim gen, 0 = queued), at the given level
+ * after probes probes (lost claims: lost), as wake_commit() counts it; the
+ * read section closes. A worker waker (dense waker >= 0) counts in its own
+ * slot; no waker, in the LLC's external slot. */
+PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, uint64_t cookie, bool cookies, int cpu,
+			      uint32_t gen, enum place_stat_id level, uint64_t probes, uint64_t lost,
+			      uint64_t false_pos)
 {
-	const struct place_cpu_map *m = &p->map[prev];
-	int os = m->os;
-	uint64_t *v, cookie = place_load_64(&r->cookie);
+	int os = commit_task(p, r, cpu, gen, cookies, cookie);
 
-	r->queued_cpu = os;
-	r->claim_gen = gen;
-	r->owner = p->id;
-	if (place__cookies_matter(p, cookie)) /* what waits on its core, as wake_commit */
-		place__cookie_pend(p, prev, cookie);
-	v = place__stat_slot(p, waker, m->llc);
-	if (waker >= 0) {
-		place_count_64(&v[level], 1);
-		place_count_64(&v[PLACE_STAT_cpus_probed], probes);
-		if (waker == prev)
-			place_count_64(&v[PLACE_STAT_affine_wakeups], 1); /* as wake_target() */
-	} else {
-		place_add_64(&v[level], 1);
-		place_add_64(&v[PLACE_STAT_cpus_probed], probes);
-	}
+	commit_stats(p, waker, p->map[cpu].llc, level, probes,
+		     !gen && level != PLACE_STAT_hit_fallback, lost, false_pos);
+	if (waker >= 0 && waker == cpu)
+		place_count_64(&p->slot[waker].v[PLACE_STAT_affine_wakeups], 1); /* as wake_target() */
 	place__read_unlock(p);
 	return os;
 }
 
-/* Can a short path answer for t: its group accepted, its cookie admitted
- * on prev's core; when stacking, not once cookies mix on SMT cores
- * (stack_cpu balances them then). short_commit keeps the core's pend hint,
- * as wake_commit does. */
-PLACE_INLINE bool short_fits(place *p, struct place_task_rec *r, int prev, bool stacking)
+/* Can a short path answer for t (its cookie as read): its group accepted,
+ * its cookie admitted on prev's core; when stacking, not once cookies mix
+ * on SMT cores (stack_cpu balances them then). NO_FIT, else whether
+ * COOKIES applies (short_commit keeps the core's pend hint then, as
+ * wake_commit does). */
+enum fit { NO_FIT = -1, FIT, FIT_COOKIES };
+
+PLACE_INLINE enum fit short_fits(place *p, struct place_task_rec *r, uint64_t cookie, int prev, bool stacking)
+{
+	if (place__numa_check(p, place_load_32(&r->group)))
+		return NO_FIT;
+	if (!place__cookies_matter(p, cookie))
+		return FIT;
+	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
+	if (stacking && place_load_32(&p->cookie_mixed) && p->map[prev].smt > 1)
+		return NO_FIT;
+	return place__cookie_admits(p, prev, cookie) ? FIT_COOKIES : NO_FIT;
+}
+
+/* PREV_IDLE's claim, its mask bit still to clear (place__claim_unpublish):
+ * apart, so that prev_idle_unlock() calls nothing and saves no register.
+ * t's cookie is read again (six arguments, all in registers): the pend
+ * hint it sets is a hint, as any racing place_task_set_cookie leaves it. */
+PLACE_NOINLINE int claimed_unpublish_unlock(place *p, int waker, struct place_task_rec *r, int prev, uint32_t gen,
+					   uint64_t probes)
 {
 	uint64_t cookie = place_load_64(&r->cookie);
 
-	if (place__numa_check(p, place_load_32(&r->group)))
-		return false;
-	if (!place__cookies_matter(p, cookie))
-		return true;
-	/* cookies mixed on SMT cores: stack_cpu() balances the cookie's cores */
-	if (stacking && place_load_32(&p->cookie_mixed) && p->map[prev].smt > 1)
-		return false;
-	return place__cookie_admits(p, prev, cookie);
+	probes += place__claim_unpublish_slow(p, prev);
+	return short_commit(p, waker, r, cookie, place__cookies_matter(p, cookie), prev, gen, PLACE_STAT_hit_target,
+			    probes, 0, 0);
 }
 
 /* PREV_IDLE: claim prev, as select_idle_sibling()'s first step would,
@@ -1014,16 +1047,19 @@ PLACE_INLINE int prev_idle_unlock(place *p, place_task *t, int waker_cpu, int wa
 				  uint64_t state, uint64_t probes)
 {
 	struct place_task_rec *r = place__rec(t);
+	uint64_t cookie = place_load_64(&r->cookie);
+	enum fit fit;
 	uint32_t gen;
 
-	if (!place__feat(p, PLACE_FEAT_CLAIM) || !short_fits(p, r, prev, false))
+	if (!place__feat(p, PLACE_FEAT_CLAIM) || (fit = short_fits(p, r, cookie, prev, false)) == NO_FIT)
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!place__st_claim(&p->cpu[prev].state, state, &gen)) {
 		place__count(p, waker, p->map[prev].llc, PLACE_STAT_lost_claims, 1);
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	}
-	probes += place__claim_unpublish(p, prev);
-	return short_commit(p, waker, r, prev, gen, PLACE_STAT_hit_target, probes);
+	if (place__claim_unpublish_due(p, prev))
+		return claimed_unpublish_unlock(p, waker, r, prev, gen, probes);
+	return short_commit(p, waker, r, cookie, fit, prev, gen, PLACE_STAT_hit_target, probes, 0, 0);
 }
 
 /* The no-waker short paths keep place_wakeup's first four arguments where
@@ -1035,25 +1071,30 @@ PLACE_NOINLINE int wake_prev_idle_unlock(place *p, place_task *t, int waker_cpu,
 	return prev_idle_unlock(p, t, waker_cpu, -1, flags, prev, state, 1);
 }
 
-/* PREV_BUSY but not overloaded(): select_idle_sibling() from its first
- * step (prev is the target), closing the read section likewise. waker:
- * dense or -1; the probes so far are prev's and the waker's. prev's state
- * is read again (fewer registers to keep in the callers); one no longer
- * usable starts over. Out of line: its struct wake would take a stack
- * frame in its callers. */
-PLACE_NOINLINE int wake_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev, int waker)
+/* select_idle_sibling() from target, closing the read section: prev where
+ * PREV_BUSY is not overloaded(), or the worker waker that wake_affine
+ * chose. waker_cpu: the waker's OS number or PLACE_CPU_NONE; the probes so
+ * far are prev's and the waker's. Their states are read again, uncounted
+ * (this wakeup read them; fewer registers to keep in the callers); a prev
+ * no longer usable starts over. Out of line: its struct wake would take a
+ * stack frame in its callers. */
+PLACE_NOINLINE int wake_from_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev, int target)
 {
-	uint64_t state = place__state(p, prev), probes = 1 + (waker >= 0);
+	uint64_t state = place__state(p, prev);
+	int waker = place__dense(p, waker_cpu), cpu;
 	struct wake w;
-	int cpu;
 
 	if (!place__st_usable(state))
 		return wakeup_unlock(p, t, waker_cpu, flags);
-	if (waker >= 0 && waker == prev)
+	if (waker >= 0 && waker == target)
 		place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1); /* as wake_target() */
-	cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, probes);
-	if (!cpu)
+	cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, 1 + (waker >= 0));
+	if (!cpu) {
+		w.target = target;
+		if (target != prev)
+			w.waker_state = place__state(p, waker);
 		cpu = wake_from_target(&w);
+	}
 	place__read_unlock(p);
 	return cpu;
 }
@@ -1079,7 +1120,7 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	int recent;
 
 	if (!p->scan_bounded || (scan & PLACE_SCAN_NR) || (llc->smt && place_load_32(&llc->has_idle_cores)) ||
-	    !short_fits(p, r, prev, true))
+	    short_fits(p, r, place_load_64(&r->cookie), prev, true) == NO_FIT)
 		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
 	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
@@ -1091,73 +1132,38 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	return scan ? OVER_RECHECK : OVER_STACK;
 }
 
-/* overloaded(): stack t on prev, closing the read section. */
-PLACE_INLINE int stack_unlock(place *p, place_task *t, int waker, int prev, uint64_t probes)
-{
-	struct place_task_rec *r = place__rec(t);
-
-	place__st_enqueue(&p->cpu[prev].state);
-	r->recent_used_cpu = r->prev_cpu;
-	return short_commit(p, waker, r, prev, 0, PLACE_STAT_hit_fallback, probes);
-}
-
 /*
  * overloaded(), and WIDEN may find an idle CPU beyond prev's LLC: the busy
  * path would find nothing in prev's LLC with the same probes and go on to
- * wake_widen(), so go there at once. What it claims, counted as
- * wake_commit() counts it, else stack on prev. waker: dense or -1, not
- * prev (wake_finish() does not widen onto the waker's own CPU).
+ * wake_widen(), so go there at once. What it finds, else stack on prev, as
+ * wake_finish(). Apart: its hunt would take a stack frame in the stacking
+ * path. waker: dense or -1, not prev (no widening onto the waker's CPU).
  */
-PLACE_NOINLINE int widen_unlock(place *p, place_task *t, int waker, int prev, uint64_t probes)
+PLACE_NOINLINE int widen_unlock(place *p, place_task *t, int prev, uint64_t probes, int waker)
 {
 	struct place_task_rec *r = place__rec(t);
 	uint64_t cookie = place_load_64(&r->cookie);
 	struct place_hunt h = { .p = p, .t = t, .claim = place__feat(p, PLACE_FEAT_CLAIM),
 				.cookies = place__cookies_matter(p, cookie), .cookie = cookie };
 	bool found = place__widen(&h, prev, place_load_32(&r->group) && p->numa_count, true);
-	int cpu = found ? h.cpu : prev, llc = p->map[cpu].llc;
 
-	if (h.lost)
-		place__count(p, waker, llc, PLACE_STAT_lost_claims, h.lost);
-	if (h.false_pos)
-		place__count(p, waker, llc, PLACE_STAT_false_positives, h.false_pos);
-	if (!found)
-		return stack_unlock(p, t, waker, prev, probes + h.probes);
-	if (!h.gen) { /* CLAIM off: queued there, as wake_commit() */
-		place__st_enqueue(&p->cpu[cpu].state);
-		place__count(p, waker, llc, PLACE_STAT_unclaimed, 1);
-	}
+	return short_commit(p, waker, r, cookie, h.cookies, found ? h.cpu : prev, found ? h.gen : 0,
+			    found ? PLACE_STAT_hit_widened : PLACE_STAT_hit_fallback, probes + h.probes, h.lost,
+			    h.false_pos);
+}
+
+/* overloaded(): nothing idle for t in prev's LLC; widen_unlock(), else
+ * stack on prev, closing the read section. waker: dense or -1. */
+PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int prev, uint64_t probes, int waker)
+{
+	struct place_task_rec *r = place__rec(t);
+	uint64_t cookie = place_load_64(&r->cookie);
+
 	r->recent_used_cpu = r->prev_cpu; /* as select_idle_sibling() */
-	return short_commit(p, waker, r, cpu, h.gen, PLACE_STAT_hit_widened, probes + h.probes);
-}
-
-/* overloaded(): WIDEN when it may find an idle CPU beyond prev's LLC
- * (tested here, out of place_wakeup, which stays lean), else stack on
- * prev. waker: dense or -1. */
-PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-				     uint64_t probes, int waker)
-{
 	if (waker != prev && place__widen_may(p, prev, p->map[prev].llc))
-		return widen_unlock(p, t, waker, prev, probes);
-	return stack_unlock(p, t, waker, prev, probes);
-}
-
-/* A worker waker chose itself (wake_affine): select_idle_sibling() from the
- * waker's CPU, closing the read section. */
-PLACE_NOINLINE int wake_affine_unlock(place *p, place_task *t, int waker, unsigned flags, int prev, uint64_t state,
-				      uint64_t probes, uint64_t ws)
-{
-	struct wake w;
-	int cpu = wake_init_prev(&w, p, t, waker, flags, prev, state, probes);
-
-	if (!cpu) {
-		w.target = waker;
-		w.waker_state = ws;
-		place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1);
-		cpu = wake_from_target(&w);
-	}
-	place__read_unlock(p);
-	return cpu;
+		return widen_unlock(p, t, prev, probes, waker);
+	return short_commit(p, waker, r, cookie, place__cookies_matter(p, cookie), prev, 0, PLACE_STAT_hit_fallback,
+			    probes, 0, 0);
 }
 
 /*
@@ -1171,11 +1177,13 @@ PLACE_NOINLINE int wake_affine_unlock(place *p, place_task *t, int waker, unsign
 PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
 	struct place_task_rec *r = place__task_rec(t), *wr;
-	int waker = place__dense(p, waker_cpu), os;
-	uint64_t probes = 1, *v, cookie;
+	int waker = place__dense(p, waker_cpu);
+	uint64_t probes = 1, cookie = 0;
+	enum fit fit = NO_FIT;
 
 	if (waker < 0 || !r || t->cpus || (flags & ~(PLACE_WAKE_SYNC | PLACE_WAKE_CURRENT | PLACE_WAKE_NEW)) ||
-	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) || !short_fits(p, r, waker, false) ||
+	    r->queued_cpu >= 0 || !place__st_usable(place__state(p, waker)) ||
+	    (fit = short_fits(p, r, cookie = place_load_64(&r->cookie), waker, false)) == NO_FIT ||
 	    place__task_running(p, t) >= 0)
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
@@ -1183,46 +1191,23 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	wr = waker_rec(p, waker);
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
 		record_wakee(p, waker, wr, t);
-	place__st_enqueue(&p->cpu[waker].state);
-	cookie = place_load_64(&r->cookie);
-	if (place__cookies_matter(p, cookie)) /* as wake_commit */
-		place__cookie_pend(p, waker, cookie);
-	os = p->map[waker].os;
-	r->queued_cpu = os;
-	r->claim_gen = 0;
-	r->owner = p->id;
-	v = p->slot[waker].v;
-	place_count_64(&v[PLACE_STAT_affine_wakeups], 1);
-	place_count_64(&v[PLACE_STAT_hit_target], 1);
-	place_count_64(&v[PLACE_STAT_cpus_probed], probes);
-	place_count_64(&v[PLACE_STAT_unclaimed], 1);
-	place__read_unlock(p);
-	return os;
-}
-
-/* wake_stack_unlock(), unless the bound of 0 was older than its period (a
- * quiet LLC) and now lets a scan run: then the busy path decides. Apart,
- * so that only this one pays for the clock read (a call's saved
- * registers). */
-PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
-				     uint64_t probes, int waker)
-{
-	if (place__util_fresh(p, p->map[prev].llc))
-		return wake_busy_unlock(p, t, waker_cpu, flags, prev, waker);
-	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+	/* queued, unclaimed */
+	return short_commit(p, waker, r, cookie, fit, waker, 0, PLACE_STAT_hit_target, probes, 0, 0);
 }
 
 /* An idle CPU flagged the bound of 0 (RECHECK): look at its age when
  * place__util_recheck() says to (not from overloaded(), whose caller's
- * registers would pay for it). */
+ * registers would pay for it). One older than its period (a quiet LLC)
+ * now lets a scan run: then the busy path decides. */
 PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
 				       uint64_t probes, int waker)
 {
 	int llc = p->map[prev].llc; /* the stacked count in the slot it goes to */
 
-	if (place__util_recheck(p, llc, &place__stat_slot(p, waker, llc)[PLACE_STAT_hit_fallback]))
-		return wake_stale_unlock(p, t, waker_cpu, flags, prev, probes, waker);
-	return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+	if (place__util_recheck(p, llc, &place__stat_slot(p, waker, llc)[PLACE_STAT_hit_fallback]) &&
+	    place__util_fresh(p, llc))
+		return wake_from_unlock(p, t, waker_cpu, flags, prev, prev);
+	return wake_stack_unlock(p, t, prev, probes, waker);
 }
 
 /* PREV_BUSY (waker dense or -1, probes so far: prev's and the waker's):
@@ -1232,13 +1217,13 @@ PLACE_INLINE int prev_busy(place *p, place_task *t, int waker_cpu, unsigned flag
 {
 	switch (overloaded(p, t, prev, &probes)) {
 	case OVER_STACK:
-		return wake_stack_unlock(p, t, waker_cpu, flags, prev, probes, waker);
+		return wake_stack_unlock(p, t, prev, probes, waker);
 	case OVER_RECHECK:
 		return wake_recheck_unlock(p, t, waker_cpu, flags, prev, probes, waker);
 	case OVER_NOT:
 		break;
 	}
-	return wake_busy_unlock(p, t, waker_cpu, flags, prev, waker);
+	return wake_from_unlock(p, t, waker_cpu, flags, prev, prev);
 }
 
 /*
@@ -1272,7 +1257,7 @@ PLACE_NOINLINE int wake_worker_unlock(place *p, place_task *t, int waker_cpu, un
 			return wakeup_unlock(p, t, waker_cpu, flags);
 		/* glance() let only SYNC through: say so, the other tests fold */
 		if (affine_choice(p, t, r, waker, prev, flags & PLACE_WAKE_SYNC, ws, state) != prev)
-			return wake_affine_unlock(p, t, waker, flags, prev, state, probes, ws);
+			return wake_from_unlock(p, t, waker_cpu, flags, prev, waker);
 	}
 	if (g == PREV_IDLE)
 		return prev_idle_unlock(p, t, waker_cpu, waker, flags, prev, state, probes);

@@ -109,18 +109,28 @@ uint64_t place__claimed_unpublish(struct place *p, int cpu);
 /* cpu was just claimed: claimed is not idle, in the policy's mask. The
  * common case inline: no bit (or, with SMT, an idle core hinted) costs a
  * few loads. Returns the CPUs probed. */
-static inline uint64_t place__claim_unpublish(struct place *p, int cpu)
+static inline bool place__claim_unpublish_due(const struct place *p, int cpu)
 {
 	const struct place_llc *llc = p->cpu[cpu].llc; /* on the line the claim just wrote */
 
-	if (p->policy != PLACE_POLICY_SIS_CORE) {
-		if (p->policy == PLACE_POLICY_EXACT)
-			place__exact_unpublish(p, cpu);
+	if (p->policy != PLACE_POLICY_SIS_CORE)
+		return p->policy == PLACE_POLICY_EXACT;
+	return !(llc->smt && place_load_32(&llc->has_idle_cores)) && place_mask_test(llc->icpus, p->map[cpu].pos);
+}
+
+/* The work itself, when place__claim_unpublish_due(): a call. */
+static inline uint64_t place__claim_unpublish_slow(struct place *p, int cpu)
+{
+	if (p->policy == PLACE_POLICY_EXACT) {
+		place__exact_unpublish(p, cpu);
 		return 0;
 	}
-	if ((llc->smt && place_load_32(&llc->has_idle_cores)) || !place_mask_test(llc->icpus, p->map[cpu].pos))
-		return 0;
 	return place__claimed_unpublish(p, cpu);
+}
+
+static inline uint64_t place__claim_unpublish(struct place *p, int cpu)
+{
+	return place__claim_unpublish_due(p, cpu) ? place__claim_unpublish_slow(p, cpu) : 0;
 }
 
 /* May an LLC other than l have an idle CPU (WIDEN's hint; one load for up
