@@ -59,7 +59,7 @@ struct pool_task {
 	uint64_t woken_ns;     /* read-only: CLOCK_MONOTONIC of the wake that queued this run */
 	/* private */
 	unsigned state;        /* IDLE, QUEUED, RUNNING, NOTIFIED, DONE */
-	int flags;             /* PLACE_WAKE_* of the pending wake */
+	int flags;             /* PLACE_WAKE_* of a hand-off in runnext libplace has not seen, 0 none */
 	pool_task *next;       /* overflow list link */
 };
 
