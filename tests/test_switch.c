@@ -67,6 +67,7 @@ static void same_rec(int step, struct env *a, struct env *b, int i)
 	SAME_F(numa_moved_ns);
 	SAME_F(run_weight);
 	SAME_F(run_interval);
+	SAME("owner is p", x->owner == a->p->id, y->owner == b->p->id);
 }
 
 static void same_state(int step, struct env *a, struct env *b)
@@ -89,6 +90,7 @@ static void same_state(int step, struct env *a, struct env *b)
 		SAME("curr_group", p->slot[c].curr_group, q->slot[c].curr_group);
 		SAME("run_seq", p->slot[c].run_seq, q->slot[c].run_seq);
 		SAME("forced_since", p->slot[c].forced_since, q->slot[c].forced_since);
+		SAME("core pend", p->core[p->map[c].core].pend, q->core[q->map[c].core].pend);
 		SAME("occ cookie", place__occ(p, c)[PLACE_OCC_COOKIE], place__occ(q, c)[PLACE_OCC_COOKIE]);
 		SAME("occ count", place__occ_count(place__occ(p, c)[PLACE_OCC_COUNT]),
 		     place__occ_count(place__occ(q, c)[PLACE_OCC_COUNT]));
@@ -125,6 +127,8 @@ enum { SLEEPING, QUEUED, RUNNING };
 struct model {
 	int st[NT];     /* SLEEPING, QUEUED or RUNNING */
 	int curr[64];   /* task running on each CPU, -1 */
+	bool handoff;   /* b hands off with place_run_handoff (else a fifth kind of step is left out) */
+	int handed, refused; /* hand-offs done, refused (-EPERM) */
 };
 
 /* A queued task, or -1 (any CPU may take it: a thief's start). */
@@ -139,6 +143,37 @@ static int pick_queued(const struct model *m, uint64_t r)
 	return -1;
 }
 
+/* cpu's task (running there) hands cpu to sleeping task i: on a,
+ * place_wakeup(PLACE_WAKE_CURRENT), then the switch when it answers cpu;
+ * on b, place_run_handoff, and where that refuses, what a runtime does
+ * then: the same wakeup and switch as on a. */
+static void handoff_step(struct env *a, struct env *b, struct model *m, int cpu, int i, uint64_t r)
+{
+	unsigned how = (unsigned)((r >> 20) % 3), fl = PLACE_WAKE_CURRENT | (r & 0x4000 ? PLACE_WAKE_SYNC : 0);
+	int cur = m->curr[cpu], ca, cb;
+
+	ca = place_wakeup(a->p, &a->task[i], cpu, fl);
+	ck_assert_int_ge(ca, 0);
+	if (ca == cpu)
+		ck_assert_int_eq(place_run_switch(a->p, cpu, &a->task[cur], how, &a->task[i]), 0);
+	cb = place_run_handoff(b->p, cpu, &b->task[cur], how, &b->task[i]);
+	if (ca == cpu) {
+		ck_assert_int_eq(cb, 0);
+		m->handed++;
+	} else {
+		m->refused++;
+		ck_assert_int_eq(cb, -EPERM); /* a cpu_set_t: the only refusal here */
+		ck_assert_int_eq(place_wakeup(b->p, &b->task[i], cpu, fl), ca);
+	}
+	if (ca != cpu) {
+		m->st[i] = QUEUED;
+		return;
+	}
+	m->st[cur] = how == PLACE_RUN_PREEMPT ? QUEUED : SLEEPING;
+	m->st[i] = RUNNING;
+	m->curr[cpu] = i;
+}
+
 /* One step on both instances: the same call on a, and on b the same call
  * or, for "end then begin", the switch. */
 static void one_step(struct env *a, struct env *b, struct model *m, uint64_t r)
@@ -148,7 +183,13 @@ static void one_step(struct env *a, struct env *b, struct model *m, uint64_t r)
 
 	a->now += 1000 + (r >> 40) % 400000; /* runs of 1 us .. 0.4 ms: timed, then sampled */
 	b->now = a->now;
-	switch ((r >> 8) % 4) {
+	switch ((r >> 8) % (m->handoff ? 5 : 4)) {
+	case 4: /* cpu's task wakes a sleeping one for its CPU and stops */
+		i = (int)((r >> 16) % NT);
+		if (cur < 0 || m->st[i] != SLEEPING)
+			return;
+		handoff_step(a, b, m, cpu, i, r);
+		return;
 	case 0: /* wake a sleeping task, from the worker of cpu or from no worker */
 		i = (int)((r >> 16) % NT);
 		if (m->st[i] != SLEEPING)
@@ -234,6 +275,57 @@ START_TEST(t_switch_equals_two_calls)
 		one_step(&a, &b, &m, rnd(&seed));
 		same_state(step, &a, &b);
 	}
+	env_close(&a);
+	env_close(&b);
+}
+END_TEST
+
+/*
+ * place_run_handoff leaves what place_wakeup(PLACE_WAKE_CURRENT) then
+ * place_run_switch leave: the same random sequences as above with
+ * hand-offs among them (every how, SYNC or not, tasks whose cpu_set_t
+ * leaves out some CPUs: refused there, and woken elsewhere as before),
+ * compared after each step: states, masks, statistics slot by slot per
+ * LLC, NUMA counts, task records (wakee flips included), cookie hints.
+ */
+START_TEST(t_handoff_equals_wakeup_switch)
+{
+	struct env a, b;
+	struct model m;
+	uint64_t seed = 0x51ed27a3c0ffee11ull + (uint64_t)_i;
+	cpu_set_t set[4];
+
+	env_open(&a, topos[_i / 3], policies[_i % 3], PLACE_FEAT_DEFAULT, true);
+	env_open(&b, topos[_i / 3], policies[_i % 3], PLACE_FEAT_DEFAULT, true);
+	memset(&m, 0, sizeof(m));
+	m.handoff = true;
+	for (int c = 0; c < 64; c++)
+		m.curr[c] = -1;
+	for (int k = 0; k < 4; k++) { /* CPUs k, k + 4, k + 8, ...: refused on the others */
+		CPU_ZERO(&set[k]);
+		for (int c = k; c < a.nr_cpus; c += 4)
+			CPU_SET(c, &set[k]);
+	}
+	for (int i = 0; i < NT; i++) {
+		uint32_t g = i % 3;
+
+		ck_assert_int_eq(place_task_set_group(&a.task[i], g), 0);
+		ck_assert_int_eq(place_task_set_group(&b.task[i], g), 0);
+		if (i % 6 == 5) {
+			ck_assert_int_eq(place_task_set_cpus(&a.task[i], &set[i % 4], sizeof(set[0])), 0);
+			ck_assert_int_eq(place_task_set_cpus(&b.task[i], &set[i % 4], sizeof(set[0])), 0);
+		}
+	}
+	for (int c = 0; c < a.nr_cpus; c++) {
+		ck_assert_int_eq(place_idle_enter(a.p, c), 0);
+		ck_assert_int_eq(place_idle_enter(b.p, c), 0);
+	}
+	for (int step = 0, steps = getenv("PLACE_UNDER_VALGRIND") ? 400 : 4000; step < steps; step++) {
+		one_step(&a, &b, &m, rnd(&seed));
+		same_state(step, &a, &b);
+	}
+	ck_assert_int_gt(m.handed, 10);
+	ck_assert_int_gt(m.refused, 0);
 	env_close(&a);
 	env_close(&b);
 }
@@ -430,6 +522,7 @@ static Suite *switch_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, t_switch_equals_two_calls, 0, 9);
+	tcase_add_loop_test(tc, t_handoff_equals_wakeup_switch, 0, 9);
 	tcase_add_loop_test(tc, t_cookie_refusal, 0, 3);
 	tcase_add_test(tc, t_cookie_kept);
 	tcase_add_loop_test(tc, t_run_time_charged, 0, 3);
