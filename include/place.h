@@ -832,7 +832,7 @@ PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned 
  * with place_wakeup(p, next, cpu, PLACE_WAKE_CURRENT): it leaves what that
  * wakeup (answering cpu) then place_run_switch(p, cpu, prev, how, next)
  * leave: prev's wakee flips (wake_wide), the core's cookie hint, the
- * statistics (one wakeup: hit_target, affine_wakeups, unclaimed, its
+ * statistics (one wakeup: hit_target, affine_wakeups, no claim, its
  * probes, in cpu's slot), prev's run end and next's start (run times, the
  * short-task estimate, prev_cpu, NUMA counts, the cookie occupancy), all
  * as the two calls leave them. But next never counts as queued on cpu

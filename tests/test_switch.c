@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "cookie.h"
+#include "numa.h"
 #include "test_engine.h"
 #include "testlib.h"
 
@@ -515,6 +516,188 @@ START_TEST(t_errors_change_nothing)
 }
 END_TEST
 
+/* ---- place_run_handoff ---------------------------------------------------- */
+
+/*
+ * What a hand-off records, named: A (group 1, cookie 5) runs on CPU 0 and
+ * hands it to B (the same group and cookie), which last ran on CPU 9 (the
+ * other node). On a, place_wakeup(CURRENT) and place_run_switch; on b,
+ * place_run_handoff: the same everything (same_state), and on b one
+ * wakeup counted in CPU 0's LLC (hit_target, affine, unclaimed, 2 probes:
+ * CPU 0 and B's prev), A's flips, B's start on CPU 0 (prev_cpu, run time
+ * from the switch), the group moved to node 0, the cookie hint, and CPU 0
+ * never queued anything.
+ */
+START_TEST(t_handoff_records)
+{
+	struct env a, b;
+	place_stats before, after;
+	struct place_task_rec *ra = place__rec(&b.task[0]), *rb = place__rec(&b.task[1]);
+
+	for (struct env *e = &a; e; e = e == &a ? &b : NULL) {
+		env_open(e, TOPO_2N, policies[_i], PLACE_FEAT_DEFAULT, true);
+		for (int k = 0; k < 2; k++) {
+			ck_assert_int_eq(place_task_set_group(&e->task[k], 1), 0);
+			ck_assert_int_eq(place_task_set_cookie(&e->task[k], 5), 0);
+		}
+		env_run(e, 9, &e->task[1]);
+		e->now += 2000;
+		env_park(e, 9, &e->task[1]);
+		env_run(e, 0, &e->task[0]);
+		e->now += 3000;
+	}
+	ck_assert_int_eq(place_stats_read(b.p, 0, &before), 0);
+	ck_assert_int_eq(env_wake(&a, &a.task[1], 0, PLACE_WAKE_CURRENT), 0);
+	ck_assert_int_eq(place_run_switch(a.p, 0, &a.task[0], PLACE_RUN_SLEEP, &a.task[1]), 0);
+	ck_assert_int_eq(place_run_handoff(b.p, 0, &b.task[0], PLACE_RUN_SLEEP, &b.task[1]), 0);
+	same_state(0, &a, &b);
+	ck_assert_int_eq(place_stats_read(b.p, 0, &after), 0);
+	ck_assert_uint_eq(after.wakeups - before.wakeups, 1);
+	ck_assert_uint_eq(after.hit_target - before.hit_target, 1);
+	ck_assert_uint_eq(after.affine_wakeups - before.affine_wakeups, 1);
+	ck_assert_uint_eq(after.cpus_probed - before.cpus_probed, 2);
+	ck_assert_uint_eq(after.claims, before.claims);
+	ck_assert_uint_eq(ra->wakee_flips, 1);
+	ck_assert_ptr_eq(ra->last_wakee, &b.task[1]);
+	ck_assert_uint_eq(ra->avg_run_ns, 3000); /* A's run, timed: its estimate */
+	ck_assert_int_eq(rb->prev_cpu, 0);
+	ck_assert_int_eq(rb->queued_cpu, -1);
+	ck_assert_uint_eq(rb->owner, b.p->id);
+	ck_assert_ptr_eq(b.p->cpu[0].curr, &b.task[1]);
+	ck_assert_uint_eq(b.p->cpu[0].stamp, b.now);
+	ck_assert_uint_eq(place__st_queued(b.p->cpu[0].state), 0);
+	ck_assert_uint_eq(b.p->core[b.p->map[0].core].pend, 5);
+	ck_assert_uint_eq(*place__numa_slot(b.p, 0, 1), 1);  /* B runs on node 0 */
+	ck_assert_uint_eq(*place__numa_slot(b.p, 1, 1), 0);
+	env_close(&a);
+	env_close(&b);
+}
+END_TEST
+
+/* The whole of b's instance that a call may change: every CPU line, the
+ * statistics of every LLC, the task records. */
+struct snap {
+	struct place_cpu cpu[16];
+	place_stats st;
+	place_task task[8];
+};
+
+static void snap_take(struct env *e, struct snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	memcpy(s->cpu, e->p->cpu, sizeof(s->cpu));
+	ck_assert_int_eq(place_stats_read(e->p, -1, &s->st), 0);
+	memcpy(s->task, e->task, sizeof(s->task));
+}
+
+static void snap_same(struct env *e, const struct snap *s, const char *what)
+{
+	struct snap now;
+
+	snap_take(e, &now);
+	ck_assert_msg(memcmp(&now, s, sizeof(now)) == 0, "%s changed the instance", what);
+}
+
+/* Every error, each leaving everything as it was; then the hand-off goes
+ * through. Tasks: 0 runs on CPU 0 (prev), 1 sleeps (next), 2 sleeps, 3
+ * holds a claim on another instance, 4 runs on CPU 8, 5 holds a claim
+ * here. */
+START_TEST(t_handoff_errors)
+{
+	struct env e, other;
+	struct snap s;
+	place_task junk;
+	cpu_set_t only5;
+	place_task *t = e.task;
+
+	env_open(&e, TOPO_2N, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_open(&other, TOPO_2N, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	memset(&junk, 0xa5, sizeof(junk));
+	env_run(&e, 0, &t[0]);
+	env_run(&e, 8, &t[4]);
+	env_wake(&other, &t[3], PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	env_wake(&e, &t[5], PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	snap_take(&e, &s);
+	ck_assert_int_eq(place_run_handoff(NULL, 0, &t[0], 0, &t[1]), -EINVAL);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, NULL, 0, &t[1]), -EINVAL);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, NULL), -EINVAL);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &junk), -EINVAL);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[2], 0, &t[1]), -EINVAL); /* not running */
+	ck_assert_int_eq(place_run_handoff(e.p, 1, &t[0], 0, &t[1]), -EINVAL); /* runs on 0 */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 3, &t[1]), -EINVAL); /* how */
+	ck_assert_int_eq(place_run_handoff(e.p, 4096, &t[0], 0, &t[1]), -ENODEV);
+	ck_assert_int_eq(place_run_handoff(e.p, -1, &t[0], 0, &t[1]), -ENODEV);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[3]), -EXDEV); /* another instance's */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[0]), -EALREADY); /* itself */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[4]), -EALREADY); /* runs on 8 */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[5]), -EBUSY);   /* woken already */
+	ck_assert_str_ne(place_last_error(), "");
+	ck_assert_int_eq(place_task_set_group(&t[1], 1u << 30), 0);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[1]), -ENOSPC);
+	ck_assert_int_eq(place_task_set_group(&t[1], 0), 0);
+	CPU_ZERO(&only5);
+	CPU_SET(5, &only5);
+	ck_assert_int_eq(place_task_set_cpus(&t[1], &only5, sizeof(only5)), 0);
+	snap_take(&e, &s); /* t[1]'s cpu_set_t is in the record */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], PLACE_RUN_SLEEP, &t[1]), -EPERM);
+	ck_assert_str_ne(place_last_error(), "");
+	snap_same(&e, &s, "the errors");
+	ck_assert_int_eq(place_task_set_cpus(&t[1], NULL, 0), 0);
+	/* CPU 8 leaves the current topology while 4 runs there: the switch
+	 * drains it, the hand-off (a wakeup onto it) is refused */
+	{
+		place_topo *pack0;
+
+		ck_assert_int_eq(place_topo_load(&pack0, "synthetic:pack:1 [numa] l3:2 core:2 pu:2"), 0);
+		ck_assert_int_eq(place_set_topology(e.p, pack0), 0);
+		place_topo_free(pack0);
+	}
+	snap_take(&e, &s);
+	ck_assert_int_eq(place_run_handoff(e.p, 8, &t[4], PLACE_RUN_SLEEP, &t[2]), -ENODEV);
+	snap_same(&e, &s, "a hand-off onto an offline CPU");
+	ck_assert_int_eq(place_run_switch(e.p, 8, &t[4], PLACE_RUN_SLEEP, &t[2]), 0);
+	ck_assert_int_eq(place_worker_unregister(e.p, 2), 0);
+	ck_assert_int_eq(place_run_handoff(e.p, 2, &t[0], 0, &t[1]), -ENOENT);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], PLACE_RUN_EXIT, &t[1]), 0);
+	ck_assert_ptr_eq(e.p->cpu[0].curr, &t[1]);
+	env_close(&e);
+	env_close(&other);
+}
+END_TEST
+
+/*
+ * COOKIES: A (5) runs on CPU 0, C (5) on its sibling CPU 1. A hand-off to
+ * B (7) would put 7 beside 5: -EAGAIN, nothing changed (place_wakeup then
+ * sends B elsewhere: no idle CPU of the core fits). Once C has left, the
+ * core holds only A: the hand-off goes through and the core's cookie is
+ * 7, as after the wakeup and switch.
+ */
+START_TEST(t_handoff_cookies)
+{
+	struct env e;
+	struct snap s;
+	uint64_t ck, n, f;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	ck_assert_int_eq(place_task_set_cookie(&e.task[0], 5), 0);
+	ck_assert_int_eq(place_task_set_cookie(&e.task[1], 7), 0);
+	ck_assert_int_eq(place_task_set_cookie(&e.task[2], 5), 0);
+	env_run(&e, 0, &e.task[0]);
+	env_run(&e, 1, &e.task[2]);
+	snap_take(&e, &s);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &e.task[0], PLACE_RUN_SLEEP, &e.task[1]), -EAGAIN);
+	snap_same(&e, &s, "a refused cookie");
+	ck_assert_int_ne(env_wake(&e, &e.task[1], 0, PLACE_WAKE_NOCLAIM | PLACE_WAKE_CURRENT), 0);
+	ck_assert_int_eq(place_run_end(e.p, 1, &e.task[2], PLACE_RUN_SLEEP), 0);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &e.task[0], PLACE_RUN_SLEEP, &e.task[1]), 0);
+	occ_of(&e, 0, &ck, &n, &f);
+	ck_assert_uint_eq(ck, 7);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(e.p->core[e.p->map[0].core].pend, 7);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *switch_suite(void)
 {
 	Suite *s = suite_create("switch");
@@ -527,6 +710,9 @@ static Suite *switch_suite(void)
 	tcase_add_test(tc, t_cookie_kept);
 	tcase_add_loop_test(tc, t_run_time_charged, 0, 3);
 	tcase_add_test(tc, t_errors_change_nothing);
+	tcase_add_loop_test(tc, t_handoff_records, 0, 3);
+	tcase_add_test(tc, t_handoff_errors);
+	tcase_add_loop_test(tc, t_handoff_cookies, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }
