@@ -95,7 +95,7 @@ struct worker {
 	pthread_t thread;
 	bool started;
 	unsigned parked;            /* futex word, see the header comment */
-	uint64_t runs, steals, parks, overflow, switches;
+	uint64_t runs, steals, parks, overflow, switches, handoffs;
 } __attribute__((aligned(CACHELINE)));
 
 /* Three cache lines, so that a write to one does not take the others from
@@ -594,6 +594,7 @@ static inline __attribute__((always_inline)) struct pick end_or_switch(struct wo
 		if (!place_run_handoff(w->p->place, w->cpu, &t->place, how, &n.t->place)) {
 			n.t->flags = 0;
 			__atomic_store_n(&w->switches, w->switches + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&w->handoffs, w->handoffs + 1, __ATOMIC_RELAXED);
 			n.begun = true;
 			return n;
 		}
@@ -919,5 +920,6 @@ void pool_stats_read(const pool *p, struct pool_stats *out)
 		out->parks += __atomic_load_n(&w->parks, __ATOMIC_RELAXED);
 		out->overflow += __atomic_load_n(&w->overflow, __ATOMIC_RELAXED);
 		out->switches += __atomic_load_n(&w->switches, __ATOMIC_RELAXED);
+		out->handoffs += __atomic_load_n(&w->handoffs, __ATOMIC_RELAXED);
 	}
 }
