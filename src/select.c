@@ -1153,11 +1153,11 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
 		probes++;
 	place__st_enqueue(&p->cpu[waker].state);
-	place__handoff_note(p, waker, place__waker_rec(p, waker), t, place_load_64(&r->cookie), probes);
 	os = p->map[waker].os;
 	r->queued_cpu = os;
 	r->claim_gen = 0;
 	r->owner = p->id;
+	place__handoff_note(p, waker, place__waker_rec(p, waker), t, place_load_64(&r->cookie), probes);
 	place__read_unlock(p);
 	return os;
 }
