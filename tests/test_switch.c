@@ -248,25 +248,37 @@ static void one_step(struct env *a, struct env *b, struct model *m, uint64_t r)
 	}
 }
 
-/* 3 topologies x 3 policies: 4000 random steps (400 under valgrind, where
+/* Two instances of combination k (3 topologies x 3 policies) take the
+ * same random sequence from seed: 4000 steps (400 under valgrind, where
  * each comparison of the whole state costs a thousandfold), compared after
- * each. */
-START_TEST(t_switch_equals_two_calls)
+ * each. handoff: with hand-offs among the steps, and one task in six
+ * limited by a cpu_set_t to every fourth CPU (refused elsewhere). */
+static void run_pair(int k, uint64_t seed, bool handoff)
 {
 	struct env a, b;
 	struct model m;
-	uint64_t seed = 0x9e3779b97f4a7c15ull + (uint64_t)_i;
+	cpu_set_t set[4];
 
-	env_open(&a, topos[_i / 3], policies[_i % 3], PLACE_FEAT_DEFAULT, true);
-	env_open(&b, topos[_i / 3], policies[_i % 3], PLACE_FEAT_DEFAULT, true);
+	env_open(&a, topos[k / 3], policies[k % 3], PLACE_FEAT_DEFAULT, true);
+	env_open(&b, topos[k / 3], policies[k % 3], PLACE_FEAT_DEFAULT, true);
 	memset(&m, 0, sizeof(m));
+	m.handoff = handoff;
 	for (int c = 0; c < 64; c++)
 		m.curr[c] = -1;
+	for (int j = 0; j < 4; j++) { /* CPUs j, j + 4, j + 8, ... */
+		CPU_ZERO(&set[j]);
+		for (int c = j; c < a.nr_cpus; c += 4)
+			CPU_SET(c, &set[j]);
+	}
 	for (int i = 0; i < NT; i++) {
 		uint32_t g = i % 3; /* groups 0 (none), 1 and 2 */
 
 		ck_assert_int_eq(place_task_set_group(&a.task[i], g), 0);
 		ck_assert_int_eq(place_task_set_group(&b.task[i], g), 0);
+		if (handoff && i % 6 == 5) {
+			ck_assert_int_eq(place_task_set_cpus(&a.task[i], &set[i % 4], sizeof(set[0])), 0);
+			ck_assert_int_eq(place_task_set_cpus(&b.task[i], &set[i % 4], sizeof(set[0])), 0);
+		}
 	}
 	for (int c = 0; c < a.nr_cpus; c++) {
 		ck_assert_int_eq(place_idle_enter(a.p, c), 0);
@@ -276,8 +288,17 @@ START_TEST(t_switch_equals_two_calls)
 		one_step(&a, &b, &m, rnd(&seed));
 		same_state(step, &a, &b);
 	}
+	if (handoff) {
+		ck_assert_int_gt(m.handed, 10);
+		ck_assert_int_gt(m.refused, 0);
+	}
 	env_close(&a);
 	env_close(&b);
+}
+
+START_TEST(t_switch_equals_two_calls)
+{
+	run_pair(_i, 0x9e3779b97f4a7c15ull + (uint64_t)_i, false);
 }
 END_TEST
 
@@ -291,44 +312,7 @@ END_TEST
  */
 START_TEST(t_handoff_equals_wakeup_switch)
 {
-	struct env a, b;
-	struct model m;
-	uint64_t seed = 0x51ed27a3c0ffee11ull + (uint64_t)_i;
-	cpu_set_t set[4];
-
-	env_open(&a, topos[_i / 3], policies[_i % 3], PLACE_FEAT_DEFAULT, true);
-	env_open(&b, topos[_i / 3], policies[_i % 3], PLACE_FEAT_DEFAULT, true);
-	memset(&m, 0, sizeof(m));
-	m.handoff = true;
-	for (int c = 0; c < 64; c++)
-		m.curr[c] = -1;
-	for (int k = 0; k < 4; k++) { /* CPUs k, k + 4, k + 8, ...: refused on the others */
-		CPU_ZERO(&set[k]);
-		for (int c = k; c < a.nr_cpus; c += 4)
-			CPU_SET(c, &set[k]);
-	}
-	for (int i = 0; i < NT; i++) {
-		uint32_t g = i % 3;
-
-		ck_assert_int_eq(place_task_set_group(&a.task[i], g), 0);
-		ck_assert_int_eq(place_task_set_group(&b.task[i], g), 0);
-		if (i % 6 == 5) {
-			ck_assert_int_eq(place_task_set_cpus(&a.task[i], &set[i % 4], sizeof(set[0])), 0);
-			ck_assert_int_eq(place_task_set_cpus(&b.task[i], &set[i % 4], sizeof(set[0])), 0);
-		}
-	}
-	for (int c = 0; c < a.nr_cpus; c++) {
-		ck_assert_int_eq(place_idle_enter(a.p, c), 0);
-		ck_assert_int_eq(place_idle_enter(b.p, c), 0);
-	}
-	for (int step = 0, steps = getenv("PLACE_UNDER_VALGRIND") ? 400 : 4000; step < steps; step++) {
-		one_step(&a, &b, &m, rnd(&seed));
-		same_state(step, &a, &b);
-	}
-	ck_assert_int_gt(m.handed, 10);
-	ck_assert_int_gt(m.refused, 0);
-	env_close(&a);
-	env_close(&b);
+	run_pair(_i, 0x51ed27a3c0ffee11ull + (uint64_t)_i, true);
 }
 END_TEST
 
