@@ -327,8 +327,9 @@ static void push_woken(struct pool *p, struct worker *w, pool_task *t, int waker
 	push(p, w, t);
 }
 
-/* A hand-off (PLACE_WAKE_CURRENT) from a worker whose runnext slot is
- * free goes there without a wakeup: the run's end tells libplace in one
+/* A hand-off (PLACE_WAKE_CURRENT, with SYNC or alone: other flags, and
+ * errors, are place_wakeup's) from a worker whose runnext slot is free
+ * goes there without a wakeup: the run's end tells libplace in one
  * call with the switch (place_run_handoff, end_or_switch), or wakes t then
  * if that call refuses (late_wake). t->flags keeps the wake's flags till
  * then. Owner only, as the slot. */
@@ -336,7 +337,7 @@ static bool handoff_slot(struct pool *p, pool_task *t, int waker_cpu, unsigned f
 {
 	struct worker *w;
 
-	if (!(flags & PLACE_WAKE_CURRENT) || waker_cpu < 0 || waker_cpu >= p->cpu_limit ||
+	if ((flags & ~PLACE_WAKE_SYNC) != PLACE_WAKE_CURRENT || waker_cpu < 0 || waker_cpu >= p->cpu_limit ||
 	    p->worker_of[waker_cpu] < 0 || (w = &p->w[p->worker_of[waker_cpu]])->next)
 		return false;
 	t->flags = (int)flags;
