@@ -537,6 +537,23 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
 	return place__cookie_retry(p, d, forced, retry, max);
 }
 
+/* handoff_check() refused next (record r) for dense d: say why
+ * (place_last_error), in its order. */
+PLACE_NOINLINE int handoff_refused(const struct place *p, int d, const place_task *t,
+				   const struct place_task_rec *r)
+{
+	int at = place__task_running(p, t), os = p->map[d].os;
+
+	if (at >= 0)
+		return place__why(-EALREADY, PLACE_WHY_WOKEN_RUNNING, p->map[at].os, 0);
+	if (place__rec_holds(r))
+		return place__fail(-EBUSY, "place_run_handoff: the task holds a %s from an earlier wakeup "
+				   "(place_run_switch to it)", r->queued_cpu >= 0 ? "claim or queue slot" : "NUMA move");
+	if (!place__allowed(p, t, d))
+		return place__fail(-EPERM, "place_run_handoff: cpu %d is not in the task's cpu_set_t", os);
+	return place__fail(-ENODEV, "place_run_handoff: cpu %d is not in the current topology", os);
+}
+
 /*
  * place_run_handoff's checks of next, which prev woke for dense d, beyond
  * place_run_switch's: what place_wakeup(next, d's CPU, PLACE_WAKE_CURRENT)
@@ -548,17 +565,11 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
 PLACE_INLINE int handoff_check(const struct place *p, int d, const place_task *t, const struct place_task_rec *r,
 			       uint64_t *probes)
 {
-	int prev = place__dense(p, r->prev_cpu), os = p->map[d].os;
+	int prev = place__dense(p, r->prev_cpu);
 
-	if (prev >= 0 && place_load_ptr_acq((void *const *)&p->cpu[prev].curr) == t)
-		return place__why(-EALREADY, PLACE_WHY_WOKEN_RUNNING, p->map[prev].os, 0);
-	if (place__rec_holds(r))
-		return place__fail(-EBUSY, "place_run_handoff: the task holds a %s from an earlier wakeup "
-				   "(place_run_switch to it)", r->queued_cpu >= 0 ? "claim or queue slot" : "NUMA move");
-	if (!place__allowed(p, t, d))
-		return place__fail(-EPERM, "place_run_handoff: cpu %d is not in the task's cpu_set_t", os);
-	if (!place__st_usable(place__state(p, d)))
-		return place__fail(-ENODEV, "place_run_handoff: cpu %d is not in the current topology", os);
+	if ((prev >= 0 && place_load_ptr_acq((void *const *)&p->cpu[prev].curr) == t) || place__rec_holds(r) ||
+	    !place__allowed(p, t, d) || !place__st_usable(place__state(p, d)))
+		return handoff_refused(p, d, t, r);
 	*probes = 1 + (prev >= 0 && place__allowed(p, t, prev)); /* as the wakeup's (wake_init) */
 	return 0;
 }
