@@ -14,7 +14,10 @@
  * - worker.next: the runnext slot, read and written by its worker's thread
  *   only (a sync wakeup from that worker to itself), never stolen. A run
  *   ends with place_run_switch to the next task taken (end_or_switch): one
- *   call instead of run_end + run_begin, and the CPU never looks idle.
+ *   call instead of run_end + run_begin, and the CPU never looks idle. A
+ *   hand-off (PLACE_WAKE_CURRENT) goes there before any place_wakeup, its
+ *   flags in task.flags (owner only, as the slot), and the run's end hands
+ *   over with place_run_handoff (or wakes it then: late_wake).
  * - worker.parked: the futex word, 1 while the worker is (about to be)
  *   asleep. The worker stores 1, then re-checks every queue; a waker pushes,
  *   then reads parked. Both sides are sequentially consistent (Dekker), so
@@ -92,7 +95,7 @@ struct worker {
 	pthread_t thread;
 	bool started;
 	unsigned parked;            /* futex word, see the header comment */
-	uint64_t runs, steals, parks, overflow, switches;
+	uint64_t runs, steals, parks, overflow, switches, handoffs;
 } __attribute__((aligned(CACHELINE)));
 
 /* Three cache lines, so that a write to one does not take the others from
@@ -324,6 +327,24 @@ static void push_woken(struct pool *p, struct worker *w, pool_task *t, int waker
 	push(p, w, t);
 }
 
+/* A hand-off (PLACE_WAKE_CURRENT, with SYNC or alone: other flags, and
+ * errors, are place_wakeup's) from a worker whose runnext slot is free
+ * goes there without a wakeup: the run's end tells libplace in one
+ * call with the switch (place_run_handoff, end_or_switch), or wakes t then
+ * if that call refuses (late_wake). t->flags keeps the wake's flags till
+ * then. Owner only, as the slot. */
+static bool handoff_slot(struct pool *p, pool_task *t, int waker_cpu, unsigned flags)
+{
+	struct worker *w;
+
+	if ((flags & ~PLACE_WAKE_SYNC) != PLACE_WAKE_CURRENT || waker_cpu < 0 || waker_cpu >= p->cpu_limit ||
+	    p->worker_of[waker_cpu] < 0 || (w = &p->w[p->worker_of[waker_cpu]])->next)
+		return false;
+	t->flags = (int)flags;
+	w->next = t;
+	return true;
+}
+
 /* Choose a worker for t and queue it there. t is QUEUED, counted in pending. */
 static int enqueue(struct pool *p, pool_task *t, int waker_cpu, unsigned flags)
 {
@@ -331,7 +352,11 @@ static int enqueue(struct pool *p, pool_task *t, int waker_cpu, unsigned flags)
 
 	t->woken_ns = now_ns();
 	if (p->mode == POOL_WAKE_PLACE) {
-		int cpu = place_wakeup(p->place, &t->place, waker_cpu, flags);
+		int cpu;
+
+		if (handoff_slot(p, t, waker_cpu, flags))
+			return 0;
+		cpu = place_wakeup(p->place, &t->place, waker_cpu, flags);
 
 		if (cpu < 0)
 			return cpu;
@@ -529,15 +554,34 @@ struct pick {
 	bool stolen;   /* from another worker's ring */
 };
 
+/* A hand-off that libplace has not seen (handoff_slot) and that will not
+ * go on with place_run_handoff (refused, or the run already ended): wake
+ * t now, as enqueue() would have; NULL when it went to another worker. */
+static pool_task *late_wake(struct worker *w, pool_task *t)
+{
+	struct pool *p = w->p;
+	unsigned flags = (unsigned)t->flags;
+	int cpu;
+
+	t->flags = 0;
+	cpu = place_wakeup(p->place, &t->place, w->cpu, flags);
+	if (cpu < 0 || cpu == w->cpu || cpu >= p->cpu_limit || p->worker_of[cpu] < 0)
+		return t; /* here (after an error too, as after_sleep's re-wake) */
+	push(p, &p->w[p->worker_of[cpu]], t);
+	return NULL;
+}
+
 /*
  * t's run on w ends with how. The worker takes its next task first (the
  * hand-off in the runnext slot, else its ring, the overflow list, a
  * victim's ring, as the loop would), and one place_run_switch() ends t's
  * run and begins next's: one call instead of run_end + run_begin, and the
- * CPU never looks idle between them. With deferred tasks (COOKIES) the run
- * ends first, as before: end_run() decides which of them retry now. A
- * switch that fails (-EAGAIN: a sibling must be named or the core drains;
- * or next's begin would fail) changed nothing: the two calls decide.
+ * CPU never looks idle between them; a hand-off libplace has not seen yet
+ * goes on with place_run_handoff(), its wakeup and the switch in one call.
+ * With deferred tasks (COOKIES) the run ends first, as before: end_run()
+ * decides which of them retry now. A switch that fails (-EAGAIN: a sibling
+ * must be named or the core drains; or next's begin would fail) changed
+ * nothing: the two calls decide (a refused hand-off is woken first).
  */
 /* inline: out of line, the pingpong hop paid 27 instructions for the call */
 static inline __attribute__((always_inline)) struct pick end_or_switch(struct worker *w, pool_task *t,
@@ -547,6 +591,16 @@ static inline __attribute__((always_inline)) struct pick end_or_switch(struct wo
 
 	if (!w->ndeferred) /* the runnext slot first, as take() (inline: the hand-off's path) */
 		n.t = w->next ? runnext_pop(w) : take(w, &n.stolen);
+	if (n.t && n.t->flags) {
+		if (!place_run_handoff(w->p->place, w->cpu, &t->place, how, &n.t->place)) {
+			n.t->flags = 0;
+			__atomic_store_n(&w->switches, w->switches + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&w->handoffs, w->handoffs + 1, __ATOMIC_RELAXED);
+			n.begun = true;
+			return n;
+		}
+		n.t = late_wake(w, n.t);
+	}
 	if (n.t && !place_run_switch(w->p->place, w->cpu, &t->place, how, &n.t->place)) {
 		__atomic_store_n(&w->switches, w->switches + 1, __ATOMIC_RELAXED);
 		n.begun = true;
@@ -611,6 +665,8 @@ static bool begin_refused(struct worker *w, pool_task *t)
 	struct pool *p = w->p;
 	int cpu, idx;
 
+	if (t->flags && !late_wake(w, t))
+		return true; /* a hand-off taken by the loop: woken to another worker */
 	if (place_run_begin(p->place, w->cpu, &t->place) != -EBUSY)
 		return false;
 	cpu = place_run_refused(p->place, w->cpu, &t->place, 0);
@@ -865,5 +921,6 @@ void pool_stats_read(const pool *p, struct pool_stats *out)
 		out->parks += __atomic_load_n(&w->parks, __ATOMIC_RELAXED);
 		out->overflow += __atomic_load_n(&w->overflow, __ATOMIC_RELAXED);
 		out->switches += __atomic_load_n(&w->switches, __ATOMIC_RELAXED);
+		out->handoffs += __atomic_load_n(&w->handoffs, __ATOMIC_RELAXED);
 	}
 }

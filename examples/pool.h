@@ -59,7 +59,7 @@ struct pool_task {
 	uint64_t woken_ns;     /* read-only: CLOCK_MONOTONIC of the wake that queued this run */
 	/* private */
 	unsigned state;        /* IDLE, QUEUED, RUNNING, NOTIFIED, DONE */
-	int flags;             /* PLACE_WAKE_* of the pending wake */
+	int flags;             /* PLACE_WAKE_* of a hand-off in runnext libplace has not seen, 0 none */
 	pool_task *next;       /* overflow list link */
 };
 
@@ -109,6 +109,7 @@ struct pool_stats {
 	uint64_t parks;    /* futex waits */
 	uint64_t overflow; /* wakes that found the chosen queue full */
 	uint64_t switches; /* runs begun by place_run_switch: a hand-off from the runnext slot */
+	uint64_t handoffs; /* of those, begun by place_run_handoff: its wakeup told at the switch */
 };
 
 /* Sum of the workers' counters (read without stopping them). */

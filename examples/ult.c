@@ -68,6 +68,11 @@ struct ult {
 	unsigned vg_stack;      /* valgrind only */
 	ult *next;              /* pool link */
 	ult_future done;        /* set when fn returned (join) */
+	/* A hand-off in its worker's runnext that libplace has not seen yet
+	 * (wake): its PLACE_WAKE_* flags, told at the switch (leave:
+	 * place_run_handoff) or by a late place_wakeup; 0 none. That worker's
+	 * thread only, as runnext. */
+	unsigned handoff;
 };
 
 struct worker {
@@ -201,13 +206,39 @@ static void call_thief(ult_rt *rt, struct worker *w)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* u, a hand-off in w's runnext that libplace has not seen, left the slot
+ * without place_run_handoff (refused, evicted, or taken by the loop): wake
+ * it now as wake() would have; back into the free slot (slot) when the
+ * answer is w's CPU, else into the pool the answer names. */
+static void late_wake(ult_rt *rt, struct worker *w, ult *u, bool slot)
+{
+	int cpu = place_wakeup(rt->place, &u->task, w->cpu, u->handoff);
+	struct worker *to;
+
+	check("place_wakeup", cpu);
+	u->handoff = 0;
+	to = &rt->w[rt->widx[cpu]];
+	if (slot && to == w && !w->runnext)
+		w->runnext = u;
+	else if (push(to, u))
+		call_thief(rt, to);
+}
+
 /* u (its run ended, or never begun) is runnable. wk: the waking worker, on
- * its thread, or NULL from a thread that is no worker. */
+ * its thread, or NULL from a thread that is no worker. A plain hand-off
+ * (PLACE_WAKE_CURRENT, with SYNC or alone) from a worker whose runnext is
+ * free goes there without place_wakeup: leave() tells libplace with
+ * place_run_handoff, its wakeup and the switch in one call. */
 static void wake(ult_rt *rt, struct worker *wk, ult *u, unsigned flags)
 {
 	struct worker *to;
 	int i;
 
+	if (rt->place && wk && (flags & ~PLACE_WAKE_SYNC) == PLACE_WAKE_CURRENT && !wk->runnext) {
+		u->handoff = flags;
+		wk->runnext = u;
+		return;
+	}
 	if (rt->place) {
 		int cpu = place_wakeup(rt->place, &u->task, wk ? wk->cpu : PLACE_CPU_NONE, flags);
 
@@ -219,9 +250,13 @@ static void wake(ult_rt *rt, struct worker *wk, ult *u, unsigned flags)
 		to = wk ? wk : &rt->w[0];
 	}
 	if (to == wk && (flags & PLACE_WAKE_CURRENT)) { /* a hand-off: next here */
-		if (wk->runnext)
-			push(wk, wk->runnext);
+		ult *old = wk->runnext;
+
 		wk->runnext = u;
+		if (old && old->handoff)
+			late_wake(rt, wk, old, false);
+		else if (old)
+			push(wk, old);
 		return;
 	}
 	if (push(to, u) && rt->place)
@@ -266,11 +301,21 @@ static void leave(ult *self, int what, ult_future *f)
 {
 	struct worker *w = self->w;
 	ult *next = w->runnext;
+	bool handed = false;
 
 	w->after = (struct after){ .u = self, .what = what, .f = f };
+	if (next && next->handoff) { /* libplace has not seen this hand-off */
+		w->runnext = NULL;
+		handed = !place_run_handoff(w->rt->place, w->cpu, &self->task, how_of(what), &next->task);
+		if (handed)
+			next->handoff = 0;
+		else
+			late_wake(w->rt, w, next, true); /* refused: woken as before */
+		next = handed ? next : w->runnext;
+	}
 	if (next) {
 		w->runnext = NULL;
-		if (w->rt->place)
+		if (!handed && w->rt->place)
 			check("place_run_switch",
 			      place_run_switch(w->rt->place, w->cpu, &self->task, how_of(what), &next->task));
 		w->after.ended = true;
@@ -430,6 +475,11 @@ static ult *take(struct worker *w)
 {
 	ult *u = w->runnext;
 
+	if (u && u->handoff) { /* no run to hand over from: woken now */
+		w->runnext = NULL;
+		late_wake(w->rt, w, u, true);
+		u = w->runnext;
+	}
 	if (u) {
 		w->runnext = NULL;
 		return u;

@@ -826,6 +826,37 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
  * cpu. */
 PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned how, place_task *next);
 
+/* A hand-off in one call: prev, the task running on cpu, woke next to run
+ * right after it on cpu, and stops; next starts. For a runtime that keeps
+ * such a wakee in a slot of the worker's own (runnext) and does not call
+ * place_wakeup(p, next, cpu, PLACE_WAKE_CURRENT) for it: this call leaves
+ * what that wakeup (answering cpu) then place_run_switch(p, cpu, prev, how,
+ * next) leave: prev's wakee flips (wake_wide), the core's cookie hint, the
+ * statistics (one wakeup counted in cpu's slot: hit_target,
+ * affine_wakeups, no claim, its probes), then prev's run end and next's
+ * start as the switch does (run times, the short-task estimate, next's
+ * previous CPU, NUMA counts, the core's cookie). But next never counts as
+ * queued on cpu, and it costs less than the two calls: no enqueue and
+ * delivery on cpu's state word (two atomic RMWs), one call. Until it,
+ * libplace does not know next is runnable: other wakeups see one task
+ * fewer queued on cpu meanwhile. Call it when prev's run ends, with the
+ * wakee that prev's run woke (the flips are prev's). Every error leaves
+ * everything as it was; the runtime then wakes next as it would have
+ * (place_wakeup with PLACE_WAKE_CURRENT, which may answer another CPU)
+ * and goes on with place_run_switch when the answer is cpu. -EINVAL p
+ * NULL, prev or next NULL or not initialised, prev is not the task
+ * running on cpu, or how unknown; -ENODEV cpu not usable, or not in the
+ * current topology (place_set_topology: no wakeup goes there); -ENOENT no
+ * worker registered on cpu; -EXDEV next holds something of another
+ * instance; -ENOSPC (NUMA) next's group is above max_groups; -EALREADY
+ * next is running (it is prev, or runs on another CPU); -EBUSY next holds
+ * a claim, queue slot or NUMA move of an earlier wakeup on this instance
+ * (it was woken already: place_run_switch to it); -EPERM next's cpu_set_t
+ * does not allow cpu; -EAGAIN (COOKIES) cpu's core does not admit next's
+ * cookie (a sibling runs another), or the switch would pass over a
+ * sibling (see place_run_switch). Only the worker of cpu. */
+PLACE_EXTERN int place_run_handoff(place *p, int cpu, place_task *prev, unsigned how, place_task *next);
+
 /* place_run_begin(p, cpu, t) was refused (-EBUSY, COOKIES: a sibling of
  * cpu runs another cookie, or the core drains for a cookie that waited):
  * where t should wait instead of behind that cookie. t is placed again as

@@ -14,6 +14,7 @@
 #include <errno.h>
 
 #include "cookie.h"
+#include "handoff.h"
 #include "idle.h"
 #include "internal.h"
 #include "numa.h"
@@ -355,9 +356,11 @@ PLACE_INLINE int begin_check(const place *p, struct place_task_rec *r, uint32_t 
 /* t, admitted by its core, starts on dense d (OS cpu): a forced-idle
  * period of d ends, t's claim or queue slot ends, its node counts its
  * group (unless d's node counts that group for prev, a switch's). stamped:
- * the caller has just stored the clock in c->stamp. */
+ * the caller has just stored the clock in c->stamp. handed: a hand-off
+ * (place_run_handoff), so t holds nothing and d runs (not IDLE): no
+ * delivery to end. */
 PLACE_INLINE void begin_commit(place *p, int d, int cpu, place_task *t, struct place_task_rec *r,
-			       uint32_t group, uint64_t cookie, bool stamped)
+			       uint32_t group, uint64_t cookie, bool stamped, bool handed)
 {
 	/* both lines once, in registers: every atomic below is a compiler
 	 * barrier that would make p->cpu and p->slot be loaded again */
@@ -368,7 +371,8 @@ PLACE_INLINE void begin_commit(place *p, int d, int cpu, place_task *t, struct p
 	 * place__cookie_on() test for the CPUs that never have one) */
 	if (s->forced_since)
 		place__cookie_forced_end(p, d, place__now(p));
-	start_delivery(p, d, r);
+	if (!handed)
+		start_delivery(p, d, r);
 	if (s->curr_group != group || r->numa_pending) {
 		place__numa_end(p, d);
 		place__numa_begin(p, d, r, group);
@@ -400,7 +404,7 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t)
 	 * that a refusal changes nothing. */
 	if (place__cookie_on(p, d) && place__cookie_enter(p, d, cookie))
 		return place__why(place__cookie_refused(p, d, cookie), PLACE_WHY_COOKIE, cpu, 0);
-	begin_commit(p, d, cpu, t, r, group, cookie, false);
+	begin_commit(p, d, cpu, t, r, group, cookie, false, false);
 	return 0;
 }
 
@@ -533,6 +537,43 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
 	return place__cookie_retry(p, d, forced, retry, max);
 }
 
+/* handoff_check() refused next (record r) for dense d: say why
+ * (place_last_error), in its order. */
+PLACE_NOINLINE int handoff_refused(const struct place *p, int d, const place_task *t,
+				   const struct place_task_rec *r)
+{
+	int at = place__task_running(p, t), os = p->map[d].os;
+
+	if (at >= 0)
+		return place__why(-EALREADY, PLACE_WHY_WOKEN_RUNNING, p->map[at].os, 0);
+	if (place__rec_holds(r))
+		return place__fail(-EBUSY, "place_run_handoff: the task holds a %s from an earlier wakeup "
+				   "(place_run_switch to it)", r->queued_cpu >= 0 ? "claim or queue slot" : "NUMA move");
+	if (!place__allowed(p, t, d))
+		return place__fail(-EPERM, "place_run_handoff: cpu %d is not in the task's cpu_set_t", os);
+	return place__fail(-ENODEV, "place_run_handoff: cpu %d is not in the current topology", os);
+}
+
+/*
+ * place_run_handoff's checks of next, which prev woke for dense d, beyond
+ * place_run_switch's: what place_wakeup(next, d's CPU, PLACE_WAKE_CURRENT)
+ * refuses (next still running), what makes that wakeup go elsewhere (next
+ * may not run on d, d left the current topology) and a next that a wakeup
+ * already placed (its slot ends at a run_begin, not here). *probes gets
+ * that wakeup's probes: d's, and next's previous CPU's.
+ */
+PLACE_INLINE int handoff_check(const struct place *p, int d, const place_task *t, const struct place_task_rec *r,
+			       uint64_t *probes)
+{
+	int prev = place__dense(p, r->prev_cpu);
+
+	if ((prev >= 0 && place_load_ptr_acq((void *const *)&p->cpu[prev].curr) == t) || place__rec_holds(r) ||
+	    !place__allowed(p, t, d) || !place__st_usable(place__state(p, d)))
+		return handoff_refused(p, d, t, r);
+	*probes = 1 + (prev >= 0 && place__allowed(p, t, prev)); /* as the wakeup's (wake_init) */
+	return 0;
+}
+
 /*
  * run_end(prev, how) then run_begin(next) as one step: the CPU stays
  * running (its worker's thread never is between tasks for a waker or the
@@ -540,13 +581,16 @@ PLACE_EXTERN int place_run_end_retry(place *p, int cpu, place_task *t, unsigned 
  * node's count (NUMA) is left as it is when next carries prev's group, and
  * the core's word (COOKIES) changes at most its cookie, in one CAS. Where
  * that would pass over a sibling (place__cookie_switch) nothing changes:
- * the two calls decide, and name the siblings.
+ * the two calls decide, and name the siblings. handoff (a constant at each
+ * caller): place_run_handoff, prev's wakeup of next for this CPU too,
+ * checked before anything changes and recorded before prev's run ends
+ * (the flips read the run's stamp as "now", as that wakeup did).
  */
-PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned how, place_task *next)
+PLACE_INLINE int run_switch(place *p, int cpu, place_task *prev, unsigned how, place_task *next, bool handoff)
 {
 	struct place_task_rec *pr, *r = NULL;
 	int d = end_check(p, cpu, prev, how, &pr), err;
-	uint64_t cookie;
+	uint64_t cookie, probes = 0;
 	uint32_t group;
 	bool stamped;
 
@@ -554,11 +598,27 @@ PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned 
 		return -EINVAL;
 	if (d < 0 || (err = begin_check(p, r, &group, &cookie)))
 		return d < 0 ? d : err;
+	if (handoff && (err = handoff_check(p, d, next, r, &probes)))
+		return err;
 	if (place__cookie_on(p, d) && place__cookie_switch(p, d, p->cpu[d].curr_cookie, cookie))
 		return place__why(-EAGAIN, PLACE_WHY_SWITCH, cpu, 0);
+	if (handoff) {
+		place__handoff_note(p, d, pr, next, cookie, probes);
+		r->owner = p->id; /* as that wakeup's commit */
+	}
 	stamped = pr->run_weight & PLACE_RUN_TIMED; /* end_run reads the clock into c->stamp */
 	end_run(p, d, cpu, pr, how);
 	end_interval(pr, how);
-	begin_commit(p, d, cpu, next, r, group, cookie, stamped);
+	begin_commit(p, d, cpu, next, r, group, cookie, stamped, handoff);
 	return 0;
+}
+
+PLACE_EXTERN int place_run_switch(place *p, int cpu, place_task *prev, unsigned how, place_task *next)
+{
+	return run_switch(p, cpu, prev, how, next, false);
+}
+
+PLACE_EXTERN int place_run_handoff(place *p, int cpu, place_task *prev, unsigned how, place_task *next)
+{
+	return run_switch(p, cpu, prev, how, next, true);
 }

@@ -16,6 +16,7 @@
 #include <limits.h>
 
 #include "cookie.h"
+#include "handoff.h"
 #include "idle.h"
 #include "internal.h"
 #include "numa.h"
@@ -25,7 +26,6 @@
 #define PLACE_WAKE_FLAGS                                                                          \
 	(PLACE_WAKE_SYNC | PLACE_WAKE_NOCLAIM | PLACE_WAKE_NEW | PLACE_WAKE_CURRENT | PLACE_WAKE_SPREAD |   \
 	 PLACE_WAKE_REMOTE)
-#define FLIP_DECAY_NS UINT64_C(1000000000) /* wakee flips halve every second, as the kernel's HZ */
 #define IMBALANCE_PCT 117                  /* the kernel's LLC-level sd->imbalance_pct */
 
 /* One wakeup in progress (dense CPU indexes, -1 for none). */
@@ -106,34 +106,6 @@ PLACE_INLINE bool take(struct wake *w, int cpu)
 }
 
 /* ---- wake_wide / wake_affine ------------------------------------------- */
-
-/* The waker is the task running on the waker's CPU; its flips count how often
- * it switches wakee. Only that worker's thread gets here with that CPU. */
-PLACE_INLINE struct place_task_rec *waker_rec(const struct place *p, int waker)
-{
-	place_task *curr = p->cpu[waker].curr;
-
-	return curr ? place__task_rec(curr) : NULL;
-}
-
-/* Idempotent: recording the same wakee again at once changes nothing (a
- * short path that hands a wakeup to the whole path relies on it). */
-PLACE_INLINE void record_wakee(const struct place *p, int waker, struct place_task_rec *wr,
-			       const place_task *t)
-{
-	/* The start of the waker's current run stands in for "now": off by at
-	 * most one run, against a one-second decay, and no clock read. */
-	uint64_t now = p->cpu[waker].stamp;
-
-	if (now - wr->flip_decay_ns > FLIP_DECAY_NS) {
-		wr->wakee_flips >>= 1;
-		wr->flip_decay_ns = now;
-	}
-	if (wr->last_wakee != t) {
-		wr->last_wakee = t;
-		wr->wakee_flips++;
-	}
-}
 
 /* A 1:N waker: both flip counts high, one much higher (kernel wake_wide()). */
 PLACE_INLINE bool wake_wide(const struct place *p, int waker, const struct place_task_rec *wr,
@@ -247,10 +219,10 @@ PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task
 			       unsigned flags, uint64_t ws, uint64_t ps)
 {
 	/* REMOTE: the waker's record is its own thread's (no flips, no wake_wide) */
-	struct place_task_rec *wr = flags & PLACE_WAKE_REMOTE ? NULL : waker_rec(p, waker);
+	struct place_task_rec *wr = flags & PLACE_WAKE_REMOTE ? NULL : place__waker_rec(p, waker);
 
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE) && !(flags & PLACE_WAKE_NOCLAIM)) {
-		record_wakee(p, waker, wr, t);
+		place__record_wakee(p, waker, wr, t);
 		if (wake_wide(p, waker, wr, r))
 			return prev;
 	}
@@ -887,9 +859,9 @@ PLACE_NOINLINE bool handoff(struct wake *w)
 		if (occ[PLACE_OCC_COUNT] != 1 || !p->cpu[waker].curr)
 			return false; /* a sibling runs another cookie */
 	}
-	wr = waker_rec(p, waker);
+	wr = place__waker_rec(p, waker);
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE) && !(w->flags & PLACE_WAKE_NOCLAIM))
-		record_wakee(p, waker, wr, w->t);
+		place__record_wakee(p, waker, wr, w->t);
 	place__count(p, waker, 0, PLACE_STAT_affine_wakeups, 1);
 	w->cpu = waker;
 	w->claim = false; /* counted unclaimed: the CPU is the waker's until it stops */
@@ -1188,9 +1160,9 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 		return wakeup_unlock(p, t, waker_cpu, flags);
 	if (!(flags & PLACE_WAKE_NEW) && place__dense(p, r->prev_cpu) >= 0)
 		probes++;
-	wr = waker_rec(p, waker);
+	wr = place__waker_rec(p, waker);
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
-		record_wakee(p, waker, wr, t);
+		place__record_wakee(p, waker, wr, t);
 	/* queued, unclaimed */
 	return short_commit(p, waker, r, cookie, fit, waker, 0, PLACE_STAT_hit_target, probes, 0, 0);
 }

@@ -2,7 +2,8 @@
  * Many threads against one instance: eight worker threads (one per CPU of
  * a synthetic 4-core/8-thread machine) and two non-worker wakers, ten
  * threads on this 2-CPU VM, hammer place_wakeup, idle enter, run begin/end,
- * stealing and claim release. An oracle checks that a claim is exclusive:
+ * hand-offs (place_run_handoff, the stopped task then woken by its worker
+ * while others may steal it), stealing and claim release. An oracle checks that a claim is exclusive:
  * each returned claim is recorded with a CAS on owner[cpu], which must find
  * the slot free; the claim's end clears it before libplace ends the claim.
  * At the end each CPU's QUEUED count and CLAIMED bit must match its queue.
@@ -36,7 +37,7 @@ static struct {
 	atomic_int owner[NCPU]; /* task + 1 holding a claim on the CPU, 0 none */
 	atomic_int stop;
 	atomic_int failed;
-	atomic_long wakeups, runs, steals, releases;
+	atomic_long wakeups, runs, steals, releases, handoffs;
 	char why[256];
 } g;
 
@@ -92,6 +93,33 @@ static void start(int cpu, int i)
 		oracle_fail("run_begin on CPU %d: %d", cpu, err);
 }
 
+/* Task i, running on cpu, hands cpu to a sleeping task (place_run_handoff)
+ * and sleeps or is woken; returns the task now running, i when none was
+ * handed the CPU. A refused hand-off (the sleeper still holds a released
+ * claim's queue slot: -EBUSY) wakes it as a runtime would. */
+static int hand_off(int cpu, int i, unsigned *seed)
+{
+	int j = stress_queue_pop(&g.sleeping), err;
+
+	if (j < 0)
+		return i;
+	err = place_run_handoff(g.p, cpu, &g.task[i], PLACE_RUN_SLEEP, &g.task[j]);
+	if (err) {
+		if (err != -EBUSY)
+			oracle_fail("place_run_handoff on CPU %d: %d", cpu, err);
+		wake(j, cpu, seed);
+		return i;
+	}
+	atomic_fetch_add(&g.wakeups, 1); /* counted as one */
+	atomic_fetch_add(&g.handoffs, 1);
+	atomic_fetch_add(&g.runs, 1);
+	if (stress_rand(seed) % 2)
+		stress_queue_push(&g.sleeping, i);
+	else
+		wake(i, cpu, seed); /* another worker's wakeup, racing this one's run */
+	return j;
+}
+
 static void *worker(void *arg)
 {
 	int cpu = (int)(intptr_t)arg;
@@ -117,6 +145,8 @@ static void *worker(void *arg)
 		start(cpu, i);
 		for (volatile int spin = 0; spin < 200; spin++)
 			;
+		if (stress_rand(&seed) % 8 == 0)
+			i = hand_off(cpu, i, &seed);
 		if (stress_rand(&seed) % 8 == 0) {
 			place_run_end(g.p, cpu, &g.task[i], PLACE_RUN_PREEMPT);
 			stress_queue_push(&g.q[cpu], i);
@@ -198,9 +228,10 @@ START_TEST(t_claims_are_exclusive)
 
 	ck_assert_msg(!g.failed, "%s", g.why);
 	ck_assert_int_eq(place_stats_read(g.p, -1, &st), 0);
-	printf("policy %d: %ld wakeups, %ld runs, %ld steals, %ld releases; claims %lu, lost %lu, "
+	printf("policy %d: %ld wakeups (%ld hand-offs), %ld runs, %ld steals, %ld releases; claims %lu, lost %lu, "
 	       "stolen %lu, stacked %lu, probed %lu\n",
-	       policy[_i], atomic_load(&g.wakeups), atomic_load(&g.runs), atomic_load(&g.steals),
+	       policy[_i], atomic_load(&g.wakeups), atomic_load(&g.handoffs), atomic_load(&g.runs),
+	       atomic_load(&g.steals),
 	       atomic_load(&g.releases), (unsigned long)st.claims, (unsigned long)st.lost_claims,
 	       (unsigned long)st.claims_stolen, (unsigned long)st.hit_fallback,
 	       (unsigned long)st.cpus_probed);
@@ -210,6 +241,7 @@ START_TEST(t_claims_are_exclusive)
 			  st.wakeups);
 	ck_assert_uint_eq(st.claims_released, (uint64_t)atomic_load(&g.releases));
 	ck_assert_uint_gt(st.claims, 100);
+	ck_assert_int_gt(atomic_load(&g.handoffs), 10);
 	check_quiescent();
 	for (int cpu = 0; cpu < NCPU; cpu++)
 		stress_queue_free(&g.q[cpu]);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "cookie.h"
+#include "numa.h"
 #include "test_engine.h"
 #include "testlib.h"
 
@@ -67,6 +68,7 @@ static void same_rec(int step, struct env *a, struct env *b, int i)
 	SAME_F(numa_moved_ns);
 	SAME_F(run_weight);
 	SAME_F(run_interval);
+	SAME("owner is p", x->owner == a->p->id, y->owner == b->p->id);
 }
 
 static void same_state(int step, struct env *a, struct env *b)
@@ -89,6 +91,7 @@ static void same_state(int step, struct env *a, struct env *b)
 		SAME("curr_group", p->slot[c].curr_group, q->slot[c].curr_group);
 		SAME("run_seq", p->slot[c].run_seq, q->slot[c].run_seq);
 		SAME("forced_since", p->slot[c].forced_since, q->slot[c].forced_since);
+		SAME("core pend", p->core[p->map[c].core].pend, q->core[q->map[c].core].pend);
 		SAME("occ cookie", place__occ(p, c)[PLACE_OCC_COOKIE], place__occ(q, c)[PLACE_OCC_COOKIE]);
 		SAME("occ count", place__occ_count(place__occ(p, c)[PLACE_OCC_COUNT]),
 		     place__occ_count(place__occ(q, c)[PLACE_OCC_COUNT]));
@@ -125,6 +128,8 @@ enum { SLEEPING, QUEUED, RUNNING };
 struct model {
 	int st[NT];     /* SLEEPING, QUEUED or RUNNING */
 	int curr[64];   /* task running on each CPU, -1 */
+	bool handoff;   /* b hands off with place_run_handoff (else a fifth kind of step is left out) */
+	int handed, refused; /* hand-offs done, refused (-EPERM) */
 };
 
 /* A queued task, or -1 (any CPU may take it: a thief's start). */
@@ -139,6 +144,37 @@ static int pick_queued(const struct model *m, uint64_t r)
 	return -1;
 }
 
+/* cpu's task (running there) hands cpu to sleeping task i: on a,
+ * place_wakeup(PLACE_WAKE_CURRENT), then the switch when it answers cpu;
+ * on b, place_run_handoff, and where that refuses, what a runtime does
+ * then: the same wakeup and switch as on a. */
+static void handoff_step(struct env *a, struct env *b, struct model *m, int cpu, int i, uint64_t r)
+{
+	unsigned how = (unsigned)((r >> 20) % 3), fl = PLACE_WAKE_CURRENT | (r & 0x4000 ? PLACE_WAKE_SYNC : 0);
+	int cur = m->curr[cpu], ca, cb;
+
+	ca = place_wakeup(a->p, &a->task[i], cpu, fl);
+	ck_assert_int_ge(ca, 0);
+	if (ca == cpu)
+		ck_assert_int_eq(place_run_switch(a->p, cpu, &a->task[cur], how, &a->task[i]), 0);
+	cb = place_run_handoff(b->p, cpu, &b->task[cur], how, &b->task[i]);
+	if (ca == cpu) {
+		ck_assert_int_eq(cb, 0);
+		m->handed++;
+	} else {
+		m->refused++;
+		ck_assert_int_eq(cb, -EPERM); /* a cpu_set_t: the only refusal here */
+		ck_assert_int_eq(place_wakeup(b->p, &b->task[i], cpu, fl), ca);
+	}
+	if (ca != cpu) {
+		m->st[i] = QUEUED;
+		return;
+	}
+	m->st[cur] = how == PLACE_RUN_PREEMPT ? QUEUED : SLEEPING;
+	m->st[i] = RUNNING;
+	m->curr[cpu] = i;
+}
+
 /* One step on both instances: the same call on a, and on b the same call
  * or, for "end then begin", the switch. */
 static void one_step(struct env *a, struct env *b, struct model *m, uint64_t r)
@@ -148,7 +184,13 @@ static void one_step(struct env *a, struct env *b, struct model *m, uint64_t r)
 
 	a->now += 1000 + (r >> 40) % 400000; /* runs of 1 us .. 0.4 ms: timed, then sampled */
 	b->now = a->now;
-	switch ((r >> 8) % 4) {
+	switch ((r >> 8) % (m->handoff ? 5 : 4)) {
+	case 4: /* cpu's task wakes a sleeping one for its CPU and stops */
+		i = (int)((r >> 16) % NT);
+		if (cur < 0 || m->st[i] != SLEEPING)
+			return;
+		handoff_step(a, b, m, cpu, i, r);
+		return;
 	case 0: /* wake a sleeping task, from the worker of cpu or from no worker */
 		i = (int)((r >> 16) % NT);
 		if (m->st[i] != SLEEPING)
@@ -206,25 +248,37 @@ static void one_step(struct env *a, struct env *b, struct model *m, uint64_t r)
 	}
 }
 
-/* 3 topologies x 3 policies: 4000 random steps (400 under valgrind, where
+/* Two instances of combination k (3 topologies x 3 policies) take the
+ * same random sequence from seed: 4000 steps (400 under valgrind, where
  * each comparison of the whole state costs a thousandfold), compared after
- * each. */
-START_TEST(t_switch_equals_two_calls)
+ * each. handoff: with hand-offs among the steps, and one task in six
+ * limited by a cpu_set_t to every fourth CPU (refused elsewhere). */
+static void run_pair(int k, uint64_t seed, bool handoff)
 {
 	struct env a, b;
 	struct model m;
-	uint64_t seed = 0x9e3779b97f4a7c15ull + (uint64_t)_i;
+	cpu_set_t set[4];
 
-	env_open(&a, topos[_i / 3], policies[_i % 3], PLACE_FEAT_DEFAULT, true);
-	env_open(&b, topos[_i / 3], policies[_i % 3], PLACE_FEAT_DEFAULT, true);
+	env_open(&a, topos[k / 3], policies[k % 3], PLACE_FEAT_DEFAULT, true);
+	env_open(&b, topos[k / 3], policies[k % 3], PLACE_FEAT_DEFAULT, true);
 	memset(&m, 0, sizeof(m));
+	m.handoff = handoff;
 	for (int c = 0; c < 64; c++)
 		m.curr[c] = -1;
+	for (int j = 0; j < 4; j++) { /* CPUs j, j + 4, j + 8, ... */
+		CPU_ZERO(&set[j]);
+		for (int c = j; c < a.nr_cpus; c += 4)
+			CPU_SET(c, &set[j]);
+	}
 	for (int i = 0; i < NT; i++) {
 		uint32_t g = i % 3; /* groups 0 (none), 1 and 2 */
 
 		ck_assert_int_eq(place_task_set_group(&a.task[i], g), 0);
 		ck_assert_int_eq(place_task_set_group(&b.task[i], g), 0);
+		if (handoff && i % 6 == 5) {
+			ck_assert_int_eq(place_task_set_cpus(&a.task[i], &set[i % 4], sizeof(set[0])), 0);
+			ck_assert_int_eq(place_task_set_cpus(&b.task[i], &set[i % 4], sizeof(set[0])), 0);
+		}
 	}
 	for (int c = 0; c < a.nr_cpus; c++) {
 		ck_assert_int_eq(place_idle_enter(a.p, c), 0);
@@ -234,8 +288,31 @@ START_TEST(t_switch_equals_two_calls)
 		one_step(&a, &b, &m, rnd(&seed));
 		same_state(step, &a, &b);
 	}
+	if (handoff) {
+		ck_assert_int_gt(m.handed, 10);
+		ck_assert_int_gt(m.refused, 0);
+	}
 	env_close(&a);
 	env_close(&b);
+}
+
+START_TEST(t_switch_equals_two_calls)
+{
+	run_pair(_i, 0x9e3779b97f4a7c15ull + (uint64_t)_i, false);
+}
+END_TEST
+
+/*
+ * place_run_handoff leaves what place_wakeup(PLACE_WAKE_CURRENT) then
+ * place_run_switch leave: the same random sequences as above with
+ * hand-offs among them (every how, SYNC or not, tasks whose cpu_set_t
+ * leaves out some CPUs: refused there, and woken elsewhere as before),
+ * compared after each step: states, masks, statistics slot by slot per
+ * LLC, NUMA counts, task records (wakee flips included), cookie hints.
+ */
+START_TEST(t_handoff_equals_wakeup_switch)
+{
+	run_pair(_i, 0x51ed27a3c0ffee11ull + (uint64_t)_i, true);
 }
 END_TEST
 
@@ -423,6 +500,188 @@ START_TEST(t_errors_change_nothing)
 }
 END_TEST
 
+/* ---- place_run_handoff ---------------------------------------------------- */
+
+/*
+ * What a hand-off records, named: A (group 1, cookie 5) runs on CPU 0 and
+ * hands it to B (the same group and cookie), which last ran on CPU 9 (the
+ * other node). On a, place_wakeup(CURRENT) and place_run_switch; on b,
+ * place_run_handoff: the same everything (same_state), and on b one
+ * wakeup counted in CPU 0's LLC (hit_target, affine, unclaimed, 2 probes:
+ * CPU 0 and B's prev), A's flips, B's start on CPU 0 (prev_cpu, run time
+ * from the switch), the group moved to node 0, the cookie hint, and CPU 0
+ * never queued anything.
+ */
+START_TEST(t_handoff_records)
+{
+	struct env a, b;
+	place_stats before, after;
+	struct place_task_rec *ra = place__rec(&b.task[0]), *rb = place__rec(&b.task[1]);
+
+	for (struct env *e = &a; e; e = e == &a ? &b : NULL) {
+		env_open(e, TOPO_2N, policies[_i], PLACE_FEAT_DEFAULT, true);
+		for (int k = 0; k < 2; k++) {
+			ck_assert_int_eq(place_task_set_group(&e->task[k], 1), 0);
+			ck_assert_int_eq(place_task_set_cookie(&e->task[k], 5), 0);
+		}
+		env_run(e, 9, &e->task[1]);
+		e->now += 2000;
+		env_park(e, 9, &e->task[1]);
+		env_run(e, 0, &e->task[0]);
+		e->now += 3000;
+	}
+	ck_assert_int_eq(place_stats_read(b.p, 0, &before), 0);
+	ck_assert_int_eq(env_wake(&a, &a.task[1], 0, PLACE_WAKE_CURRENT), 0);
+	ck_assert_int_eq(place_run_switch(a.p, 0, &a.task[0], PLACE_RUN_SLEEP, &a.task[1]), 0);
+	ck_assert_int_eq(place_run_handoff(b.p, 0, &b.task[0], PLACE_RUN_SLEEP, &b.task[1]), 0);
+	same_state(0, &a, &b);
+	ck_assert_int_eq(place_stats_read(b.p, 0, &after), 0);
+	ck_assert_uint_eq(after.wakeups - before.wakeups, 1);
+	ck_assert_uint_eq(after.hit_target - before.hit_target, 1);
+	ck_assert_uint_eq(after.affine_wakeups - before.affine_wakeups, 1);
+	ck_assert_uint_eq(after.cpus_probed - before.cpus_probed, 2);
+	ck_assert_uint_eq(after.claims, before.claims);
+	ck_assert_uint_eq(ra->wakee_flips, 1);
+	ck_assert_ptr_eq(ra->last_wakee, &b.task[1]);
+	ck_assert_uint_eq(ra->avg_run_ns, 3000); /* A's run, timed: its estimate */
+	ck_assert_int_eq(rb->prev_cpu, 0);
+	ck_assert_int_eq(rb->queued_cpu, -1);
+	ck_assert_uint_eq(rb->owner, b.p->id);
+	ck_assert_ptr_eq(b.p->cpu[0].curr, &b.task[1]);
+	ck_assert_uint_eq(b.p->cpu[0].stamp, b.now);
+	ck_assert_uint_eq(place__st_queued(b.p->cpu[0].state), 0);
+	ck_assert_uint_eq(b.p->core[b.p->map[0].core].pend, 5);
+	ck_assert_uint_eq(*place__numa_slot(b.p, 0, 1), 1);  /* B runs on node 0 */
+	ck_assert_uint_eq(*place__numa_slot(b.p, 1, 1), 0);
+	env_close(&a);
+	env_close(&b);
+}
+END_TEST
+
+/* The whole of b's instance that a call may change: every CPU line, the
+ * statistics of every LLC, the task records. */
+struct snap {
+	struct place_cpu cpu[16];
+	place_stats st;
+	place_task task[8];
+};
+
+static void snap_take(struct env *e, struct snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	memcpy(s->cpu, e->p->cpu, sizeof(s->cpu));
+	ck_assert_int_eq(place_stats_read(e->p, -1, &s->st), 0);
+	memcpy(s->task, e->task, sizeof(s->task));
+}
+
+static void snap_same(struct env *e, const struct snap *s, const char *what)
+{
+	struct snap now;
+
+	snap_take(e, &now);
+	ck_assert_msg(memcmp(&now, s, sizeof(now)) == 0, "%s changed the instance", what);
+}
+
+/* Every error, each leaving everything as it was; then the hand-off goes
+ * through. Tasks: 0 runs on CPU 0 (prev), 1 sleeps (next), 2 sleeps, 3
+ * holds a claim on another instance, 4 runs on CPU 8, 5 holds a claim
+ * here. */
+START_TEST(t_handoff_errors)
+{
+	struct env e, other;
+	struct snap s;
+	place_task junk;
+	cpu_set_t only5;
+	place_task *t = e.task;
+
+	env_open(&e, TOPO_2N, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_open(&other, TOPO_2N, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	memset(&junk, 0xa5, sizeof(junk));
+	env_run(&e, 0, &t[0]);
+	env_run(&e, 8, &t[4]);
+	env_wake(&other, &t[3], PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	env_wake(&e, &t[5], PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	snap_take(&e, &s);
+	ck_assert_int_eq(place_run_handoff(NULL, 0, &t[0], 0, &t[1]), -EINVAL);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, NULL, 0, &t[1]), -EINVAL);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, NULL), -EINVAL);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &junk), -EINVAL);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[2], 0, &t[1]), -EINVAL); /* not running */
+	ck_assert_int_eq(place_run_handoff(e.p, 1, &t[0], 0, &t[1]), -EINVAL); /* runs on 0 */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 3, &t[1]), -EINVAL); /* how */
+	ck_assert_int_eq(place_run_handoff(e.p, 4096, &t[0], 0, &t[1]), -ENODEV);
+	ck_assert_int_eq(place_run_handoff(e.p, -1, &t[0], 0, &t[1]), -ENODEV);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[3]), -EXDEV); /* another instance's */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[0]), -EALREADY); /* itself */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[4]), -EALREADY); /* runs on 8 */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[5]), -EBUSY);   /* woken already */
+	ck_assert_str_ne(place_last_error(), "");
+	ck_assert_int_eq(place_task_set_group(&t[1], 1u << 30), 0);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], 0, &t[1]), -ENOSPC);
+	ck_assert_int_eq(place_task_set_group(&t[1], 0), 0);
+	CPU_ZERO(&only5);
+	CPU_SET(5, &only5);
+	ck_assert_int_eq(place_task_set_cpus(&t[1], &only5, sizeof(only5)), 0);
+	snap_take(&e, &s); /* t[1]'s cpu_set_t is in the record */
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], PLACE_RUN_SLEEP, &t[1]), -EPERM);
+	ck_assert_str_ne(place_last_error(), "");
+	snap_same(&e, &s, "the errors");
+	ck_assert_int_eq(place_task_set_cpus(&t[1], NULL, 0), 0);
+	/* CPU 8 leaves the current topology while 4 runs there: the switch
+	 * drains it, the hand-off (a wakeup onto it) is refused */
+	{
+		place_topo *pack0;
+
+		ck_assert_int_eq(place_topo_load(&pack0, "synthetic:pack:1 [numa] l3:2 core:2 pu:2"), 0);
+		ck_assert_int_eq(place_set_topology(e.p, pack0), 0);
+		place_topo_free(pack0);
+	}
+	snap_take(&e, &s);
+	ck_assert_int_eq(place_run_handoff(e.p, 8, &t[4], PLACE_RUN_SLEEP, &t[2]), -ENODEV);
+	snap_same(&e, &s, "a hand-off onto an offline CPU");
+	ck_assert_int_eq(place_run_switch(e.p, 8, &t[4], PLACE_RUN_SLEEP, &t[2]), 0);
+	ck_assert_int_eq(place_worker_unregister(e.p, 2), 0);
+	ck_assert_int_eq(place_run_handoff(e.p, 2, &t[0], 0, &t[1]), -ENOENT);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &t[0], PLACE_RUN_EXIT, &t[1]), 0);
+	ck_assert_ptr_eq(e.p->cpu[0].curr, &t[1]);
+	env_close(&e);
+	env_close(&other);
+}
+END_TEST
+
+/*
+ * COOKIES: A (5) runs on CPU 0, C (5) on its sibling CPU 1. A hand-off to
+ * B (7) would put 7 beside 5: -EAGAIN, nothing changed (place_wakeup then
+ * sends B elsewhere: no idle CPU of the core fits). Once C has left, the
+ * core holds only A: the hand-off goes through and the core's cookie is
+ * 7, as after the wakeup and switch.
+ */
+START_TEST(t_handoff_cookies)
+{
+	struct env e;
+	struct snap s;
+	uint64_t ck, n, f;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	ck_assert_int_eq(place_task_set_cookie(&e.task[0], 5), 0);
+	ck_assert_int_eq(place_task_set_cookie(&e.task[1], 7), 0);
+	ck_assert_int_eq(place_task_set_cookie(&e.task[2], 5), 0);
+	env_run(&e, 0, &e.task[0]);
+	env_run(&e, 1, &e.task[2]);
+	snap_take(&e, &s);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &e.task[0], PLACE_RUN_SLEEP, &e.task[1]), -EAGAIN);
+	snap_same(&e, &s, "a refused cookie");
+	ck_assert_int_ne(env_wake(&e, &e.task[1], 0, PLACE_WAKE_NOCLAIM | PLACE_WAKE_CURRENT), 0);
+	ck_assert_int_eq(place_run_end(e.p, 1, &e.task[2], PLACE_RUN_SLEEP), 0);
+	ck_assert_int_eq(place_run_handoff(e.p, 0, &e.task[0], PLACE_RUN_SLEEP, &e.task[1]), 0);
+	occ_of(&e, 0, &ck, &n, &f);
+	ck_assert_uint_eq(ck, 7);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(e.p->core[e.p->map[0].core].pend, 7);
+	env_close(&e);
+}
+END_TEST
+
 static Suite *switch_suite(void)
 {
 	Suite *s = suite_create("switch");
@@ -430,10 +689,14 @@ static Suite *switch_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, t_switch_equals_two_calls, 0, 9);
+	tcase_add_loop_test(tc, t_handoff_equals_wakeup_switch, 0, 9);
 	tcase_add_loop_test(tc, t_cookie_refusal, 0, 3);
 	tcase_add_test(tc, t_cookie_kept);
 	tcase_add_loop_test(tc, t_run_time_charged, 0, 3);
 	tcase_add_test(tc, t_errors_change_nothing);
+	tcase_add_loop_test(tc, t_handoff_records, 0, 3);
+	tcase_add_test(tc, t_handoff_errors);
+	tcase_add_loop_test(tc, t_handoff_cookies, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

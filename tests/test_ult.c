@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "testlib.h"
@@ -151,6 +152,71 @@ START_TEST(t_ping_pong)
 }
 END_TEST
 
+/* Two hand-offs from one run: the root sets two futures with ULT_HANDOFF,
+ * each waited on by a blocked ULT. PLACE mode: the first goes to runnext
+ * unseen by libplace (place_run_handoff would tell it at the switch); the
+ * second, a place_wakeup since the slot is taken, evicts it, and the
+ * evicted one is woken then (late_wake) into a pool; the root's join
+ * switches to the second. Both get their values and return. */
+struct two {
+	ult_rt *rt;
+	ult_future f[2];
+	int got[2];
+};
+
+struct two_arg {
+	struct two *t;
+	int k;
+};
+
+static void two_waiter(ult *self, void *arg)
+{
+	struct two_arg *a = arg;
+
+	a->t->got[a->k] = (int)(intptr_t)ult_future_get(self, &a->t->f[a->k]);
+}
+
+static bool has_waiter(ult_future *f)
+{
+	bool b;
+
+	pthread_mutex_lock(&f->lock);
+	b = f->waiter != NULL;
+	pthread_mutex_unlock(&f->lock);
+	return b;
+}
+
+static void two_root(ult *self, void *arg)
+{
+	struct two *t = arg;
+	struct two_arg a[2] = { { t, 0 }, { t, 1 } };
+	ult *w[2];
+
+	for (int k = 0; k < 2; k++)
+		w[k] = ult_spawn(self, t->rt, two_waiter, &a[k]);
+	while (!has_waiter(&t->f[0]) || !has_waiter(&t->f[1]))
+		ult_yield(self);
+	ult_future_set(self, &t->f[0], (void *)(intptr_t)10, ULT_HANDOFF);
+	ult_future_set(self, &t->f[1], (void *)(intptr_t)11, ULT_HANDOFF);
+	for (int k = 0; k < 2; k++)
+		ult_join(self, w[k]);
+}
+
+START_TEST(t_two_handoffs)
+{
+	struct two t = { .rt = rt_open(_i) };
+
+	ult_future_init(&t.f[0]);
+	ult_future_init(&t.f[1]);
+	ult_join(NULL, ult_spawn(NULL, t.rt, two_root, &t));
+	ck_assert_int_eq(t.got[0], 10);
+	ck_assert_int_eq(t.got[1], 11);
+	ult_future_destroy(&t.f[0]);
+	ult_future_destroy(&t.f[1]);
+	ult_rt_destroy(t.rt);
+}
+END_TEST
+
 /* A root spawns 4000 short ULTs (each yields once), joins them all. */
 static void short_ult(ult *self, void *arg)
 {
@@ -205,6 +271,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, t_fib, 0, 2);
 	tcase_add_loop_test(tc, t_ping_pong, 0, 2);
+	tcase_add_loop_test(tc, t_two_handoffs, 0, 2);
 	tcase_add_loop_test(tc, t_many_short, 0, 2);
 	tcase_add_loop_test(tc, t_idle_and_live, 0, 2);
 	suite_add_tcase(s, tc);
