@@ -68,6 +68,9 @@ static int check_config(const place_config *cfg)
 		return place__fail(-EINVAL, "unknown policy %d", cfg->policy);
 	if (cfg->features & ~PLACE_FEAT_ALL)
 		return place__fail(-EINVAL, "unknown feature bits 0x%x", cfg->features & ~PLACE_FEAT_ALL);
+	if (cfg->runtime & ~(uint64_t)PLACE_RUNTIME_ALL)
+		return place__fail(-EINVAL, "unknown runtime bits 0x%llx",
+				   (unsigned long long)(cfg->runtime & ~(uint64_t)PLACE_RUNTIME_ALL));
 	if (cfg->max_groups > MAX_GROUPS_LIMIT)
 		return place__fail(-EINVAL, "max_groups %u is above %u", cfg->max_groups, MAX_GROUPS_LIMIT);
 	for (size_t i = 0; i < sizeof(cfg->reserved) / sizeof(cfg->reserved[0]); i++)
@@ -207,6 +210,7 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	p->clock = cfg->clock ? cfg->clock : clock_monotonic;
 	p->clock_arg = cfg->clock_arg;
 	p->short_task_ns = cfg->short_task_ns;
+	p->hub_queue = place__feat(p, PLACE_FEAT_HUB_QUEUE) && (cfg->runtime & PLACE_RUNTIME_THIEVES);
 	p->util_period_ns = cfg->util_period_ns;
 	/* and every run near the short-task threshold: its decision is exact */
 	p->timed_run_ns = cfg->short_task_ns / 2 < TIMED_RUN_NS ? cfg->short_task_ns / 2 : TIMED_RUN_NS;

@@ -32,3 +32,5 @@ PLACE_FEAT(CLUSTER, "the LLC scans try the target's cluster first")
 PLACE_FEAT(PULL_IDLE, "the short-task pull crosses LLCs only for an idle CPU or a shorter queue")
 /* A task that wakes many others, pulled into each replier's LLC in turn, pays a refill each time. */
 PLACE_FEAT(HUB_STAYS, "SYNC does not pull a task that wakes many others from its idle prev's LLC")
+/* Thieves drain a queue on a short hub in order; without them (runtime flag) the rule is off. */
+PLACE_FEAT(HUB_QUEUE, "with thieves, a hub's worker queues behind the short hub, not its busy prev")

@@ -173,10 +173,28 @@ PLACE_INLINE bool pull_ok(const struct place *p, int this, int prev, uint32_t pr
 	       place_mask_next(llc->icpus, llc->weight, 0) >= 0;
 }
 
+/* HUB_QUEUE (p->hub_queue: on, and the runtime has thieves): the waker, in
+ * prev's LLC and running a short task, is t's hub: it switched wakee at
+ * least as often as its LLC has CPUs (wake_wide's factor) while t wakes at
+ * most one task (a dispatcher and its workers, as schbench's message
+ * thread). Queued behind the hub, t starts when its short run ends or when
+ * the LLC's next worker goes idle and steals, in the order woken: one
+ * central queue, as LIFO's waker queue. Behind prev's running task it
+ * waits for that task or the nearest thief, whichever comes first. */
+PLACE_INLINE bool hub_queue(const struct place *p, const struct place_task_rec *wr, const struct place_task_rec *r,
+			    int this, int prev)
+{
+	const struct place_llc *llc = p->cpu[this].llc;
+
+	return p->hub_queue && wr && r->wakee_flips <= 1 && llc == p->cpu[prev].llc &&
+	       wr->wakee_flips >= (uint32_t)llc->weight && is_short(p, this);
+}
+
 /* Waker (true) or prev (kernel wake_affine_idle(), then the load
- * comparison), from their states ts and ps as just probed; r is t's. */
-PLACE_INLINE bool wake_affine(const struct place *p, const struct place_task_rec *r, int this, int prev,
-			      uint64_t ts, uint64_t ps, bool sync)
+ * comparison), from their states ts and ps as just probed; r is t's, wr
+ * the waker's (NULL: none, or REMOTE). */
+PLACE_INLINE bool wake_affine(const struct place *p, const struct place_task_rec *wr,
+			      const struct place_task_rec *r, int this, int prev, uint64_t ts, uint64_t ps, bool sync)
 {
 	uint32_t this_nr = nr_running(p, this, ts), prev_nr;
 
@@ -190,6 +208,8 @@ PLACE_INLINE bool wake_affine(const struct place *p, const struct place_task_rec
 	/* Seed 000: only with exactly one task there, else wakees pile up. */
 	if (place__feat(p, PLACE_FEAT_SHORT_AFFINE) && this_nr == 1 && is_short(p, this) &&
 	    pull_ok(p, this, prev, prev_nr))
+		return true;
+	if (hub_queue(p, wr, r, this, prev))
 		return true;
 	return affine_by_load(this_nr, prev_nr, sync);
 }
@@ -228,7 +248,7 @@ PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task
 	}
 	if (prev < 0 || waker == prev)
 		return prev;
-	return wake_affine(p, r, waker, prev, ws, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
+	return wake_affine(p, wr, r, waker, prev, ws, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
 }
 
 /* No usable prev (a new task): start in the LLC with the most available

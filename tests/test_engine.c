@@ -512,6 +512,63 @@ START_TEST(t_short_task_never_stacks_on_two)
 END_TEST
 
 /*
+ * HUB_QUEUE. One LLC of 8 CPUs, all busy; the waker on CPU 0 runs one short
+ * task that switched wakee 8 times (the LLC's weight: a hub). Its wakees
+ * last ran on busy CPUs 3-5 and wake at most one task each (a worker's
+ * reply). The first queues on the waker by the short-task rule; with the
+ * rule and a runtime with thieves, the next ones queue there too (the
+ * short hub's queue, which thieves drain in order); otherwise, or for a
+ * wakee that wakes more than one task, or a waker that is no hub, the load
+ * rule sends them behind their busy prev. Even cases: the worker's short
+ * path; odd: the whole path (a cpu_set_t).
+ */
+START_TEST(t_hub_queue)
+{
+	static const struct {
+		unsigned feat;
+		uint64_t runtime;
+		uint32_t waker_flips, wakee_flips;
+		bool queued; /* the 2nd and 3rd wakees queue on the waker */
+	} c[] = {
+		{ PLACE_FEAT_DEFAULT, PLACE_RUNTIME_THIEVES, 8, 1, true },
+		{ PLACE_FEAT_DEFAULT, PLACE_RUNTIME_THIEVES, 8, 0, true },
+		{ PLACE_FEAT_DEFAULT, 0, 8, 1, false },
+		{ PLACE_FEAT_DEFAULT & ~PLACE_FEAT_HUB_QUEUE, PLACE_RUNTIME_THIEVES, 8, 1, false },
+		{ PLACE_FEAT_DEFAULT, PLACE_RUNTIME_THIEVES, 8, 2, false },
+		{ PLACE_FEAT_DEFAULT, PLACE_RUNTIME_THIEVES, 0, 1, false },
+	};
+	const int k = _i / 2;
+	place_config cfg;
+	struct env e;
+	cpu_set_t set;
+
+	place_config_init(&cfg);
+	cfg.features = c[k].feat;
+	cfg.runtime = c[k].runtime;
+	env_open_cfg(&e, "synthetic:pack:1 l3:1 core:8 pu:1", &cfg, true);
+	for (int cpu = 0; cpu < 8; cpu++)
+		env_run(&e, cpu, &e.task[32 + cpu]);
+	make_short(&e, 0, &e.task[32]);
+	place__rec(&e.task[32])->wakee_flips = c[k].waker_flips;
+	CPU_ZERO(&set);
+	for (int cpu = 0; cpu < 8; cpu++)
+		CPU_SET(cpu, &set);
+	for (int i = 1; i <= 3; i++) {
+		place_task *t = env_task_on(&e, i, 2 + i);
+		int want = i == 1 || c[k].queued ? 0 : 2 + i;
+
+		place__rec(t)->wakee_flips = c[k].wakee_flips;
+		if (_i % 2)
+			ck_assert_int_eq(place_task_set_cpus(t, &set, sizeof(set)), 0);
+		ck_assert_int_eq(env_wake(&e, t, 0, 0), want);
+	}
+	ck_assert_uint_eq(place__st_queued(env_state(&e, 0)), c[k].queued ? 3 : 1);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, c[k].queued ? 3 : 1);
+	env_close(&e);
+}
+END_TEST
+
+/*
  * PULL_IDLE: the short-task rule pulls a wakee off prev's LLC onto the busy
  * waker only for a gain: an idle CPU in the waker's LLC mask, or work
  * queued on prev (the waker's one short task is the shorter wait). Else it
@@ -1240,6 +1297,7 @@ START_TEST(t_short_paths_agree)
 	cfg.features = feat;
 	/* a short period: bounds recomputed, and stale ones rechecked, in the run */
 	cfg.util_period_ns = AGREE_PERIOD_NS;
+	cfg.runtime = _i % 2 ? PLACE_RUNTIME_THIEVES : 0; /* HUB_QUEUE's rule in half the runs */
 	env_open_cfg(&a, topo, &cfg, true);
 	env_open_cfg(&b, topo, &cfg, true);
 	CPU_ZERO(&all);
@@ -1466,6 +1524,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
 	tcase_add_loop_test(tc, t_sync_hub_stays, 0, 4);
+	tcase_add_loop_test(tc, t_hub_queue, 0, 12);
 	tcase_add_loop_test(tc, t_states_read_once, 0, 2);
 	tcase_add_loop_test(tc, t_handoff, 0, 3);
 	tcase_add_loop_test(tc, t_wakeup_ex_claimed, 0, 3);

@@ -103,7 +103,10 @@ START_TEST(t_config_and_create)
 	cfg.features = PLACE_FEAT_ALL + 1;
 	ck_assert_int_eq(place_create(&p, topo, &cfg), -EINVAL);
 	place_config_init(&cfg);
-	cfg.reserved[5] = 1; /* the last one */
+	cfg.runtime = PLACE_RUNTIME_ALL + 1; /* an unknown runtime bit */
+	ck_assert_int_eq(place_create(&p, topo, &cfg), -EINVAL);
+	place_config_init(&cfg);
+	cfg.reserved[4] = 1; /* the last one */
 	ck_assert_int_eq(place_create(&p, topo, &cfg), -EINVAL);
 	ck_assert_ptr_eq(p, (place *)&cfg);
 	/* and the good case, after all that */

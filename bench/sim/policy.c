@@ -34,6 +34,7 @@ static const struct {
 	{ "cluster", PLACE_FEAT_CLUSTER },
 	{ "pull_idle", PLACE_FEAT_PULL_IDLE },
 	{ "hub_stays", PLACE_FEAT_HUB_STAYS },
+	{ "hub_queue", PLACE_FEAT_HUB_QUEUE },
 };
 
 static const struct {
@@ -143,7 +144,8 @@ int sim_policy_parse(const char *list, struct sim_policy_spec *out, int max)
 		if (count == max || parse_one(list, len, &out[count]) < 0) {
 			fprintf(stderr, "place-sim: bad value '%.*s' for --policies: want NAME[/no-FEATURE|"
 				"/FEATURE...], NAME one of sis_core linear exact lifo random, FEATURE one of claim "
-				"scan_sibling short_affine wake_wide sis_util cookies numa widen cluster pull_idle hub_stays\n", (int)len, list);
+				"scan_sibling short_affine wake_wide sis_util cookies numa widen cluster pull_idle hub_stays "
+				"hub_queue\n", (int)len, list);
 			return -EINVAL;
 		}
 		count++;
@@ -169,6 +171,8 @@ static int place_init(struct sim_pol *pp, const place_topo *topo)
 	cfg.features = pp->spec.features;
 	cfg.clock = sim_clock;
 	cfg.clock_arg = pp->sim;
+	/* --steal: idle workers steal queued tasks, as the runtime would say */
+	cfg.runtime = pp->sim->prm->steal ? PLACE_RUNTIME_THIEVES : 0;
 	cfg.numa_cooldown_ns = pp->sim->prm->numa_cooldown_ns;
 	cfg.numa_move_cap = (uint32_t)pp->sim->prm->numa_move_cap;
 	if (pp->sim->prm->enabled[SIM_WL_GROUPS] && pp->sim->prm->gr_groups > 64)
