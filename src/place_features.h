@@ -32,3 +32,5 @@ PLACE_FEAT(CLUSTER, "the LLC scans try the target's cluster first")
 PLACE_FEAT(PULL_IDLE, "the short-task pull crosses LLCs only for an idle CPU or a shorter queue")
 /* A task that wakes many others, pulled into each replier's LLC in turn, pays a refill each time. */
 PLACE_FEAT(HUB_STAYS, "SYNC does not pull a task that wakes many others from its idle prev's LLC")
+/* A wakee pulled onto a busy waker on another node (no SYNC) waits behind it and refills its cache. */
+PLACE_FEAT(BUSY_STAYS, "no pull across nodes onto a busy waker without SYNC while its LLC has no idle CPU")

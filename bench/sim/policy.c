@@ -34,6 +34,7 @@ static const struct {
 	{ "cluster", PLACE_FEAT_CLUSTER },
 	{ "pull_idle", PLACE_FEAT_PULL_IDLE },
 	{ "hub_stays", PLACE_FEAT_HUB_STAYS },
+	{ "busy_stays", PLACE_FEAT_BUSY_STAYS },
 };
 
 static const struct {
@@ -143,7 +144,8 @@ int sim_policy_parse(const char *list, struct sim_policy_spec *out, int max)
 		if (count == max || parse_one(list, len, &out[count]) < 0) {
 			fprintf(stderr, "place-sim: bad value '%.*s' for --policies: want NAME[/no-FEATURE|"
 				"/FEATURE...], NAME one of sis_core linear exact lifo random, FEATURE one of claim "
-				"scan_sibling short_affine wake_wide sis_util cookies numa widen cluster pull_idle hub_stays\n", (int)len, list);
+				"scan_sibling short_affine wake_wide sis_util cookies numa widen cluster pull_idle hub_stays "
+				"busy_stays\n", (int)len, list);
 			return -EINVAL;
 		}
 		count++;
