@@ -130,6 +130,7 @@ static const struct feat_def {
 	{ "pull_idle", PLACE_FEAT_PULL_IDLE },
 	{ "hub_stays", PLACE_FEAT_HUB_STAYS },
 	{ "hub_queue", PLACE_FEAT_HUB_QUEUE },
+	{ "busy_stays", PLACE_FEAT_BUSY_STAYS },
 #endif
 };
 #define NR_FEATS ((int)(sizeof(feat_defs) / sizeof(feat_defs[0])))
@@ -1149,7 +1150,8 @@ static const char usage_text[] =
 	"  --features N     place_config.features as a number (default PLACE_FEAT_DEFAULT)\n"
 	"  --without LIST   those features off, e.g. sis_util (of claim, scan_sibling,\n"
 	"                   short_affine, wake_wide, sis_util, cookies, numa, widen,\n"
-	"                   cluster, pull_idle, hub_stays, hub_queue; any case)\n"
+	"                   cluster, pull_idle, hub_stays, hub_queue, busy_stays;\n"
+	"                   any case)\n"
 	"  --groups N       tasks (and the busy CPUs' dummies) in NUMA groups 1..N,\n"
 	"                   round robin (default 0: no group); a NUMA decision needs\n"
 	"                   a waker on another node than prev: use --waker worker\n"

@@ -60,7 +60,7 @@ static const char usage[] =
 	"  --policies LIST      all, or NAME[/no-FEATURE|/FEATURE...],... NAME one of sis_core linear\n"
 	"                       exact lifo random; FEATURE one of claim scan_sibling short_affine\n"
 	"                       wake_wide sis_util cookies numa widen cluster pull_idle hub_stays\n"
-	"                       hub_queue (with --steal: the runtime has thieves)\n"
+	"                       hub_queue (with --steal: the runtime has thieves) busy_stays\n"
 	"                       (sis_core/no-cookies: COOKIES off); any case; the older\n"
 	"                       NAME-FEATURE / NAME+FEATURE spellings work too\n"
 	"  --load LIST          sweep of the workload's load: 1,4,16 or A..B (doubling) or A..B+K\n"

@@ -314,7 +314,17 @@ enum place_policy {
  * the rule does nothing then. On by default; costs nothing but where the
  * load rule would decide. No effect across LLCs. */
 #define PLACE_FEAT_HUB_QUEUE    (1u << 11)
-#define PLACE_FEAT_ALL          (0xfffu)
+/* A busy waker on another node keeps its wakee off: a wakeup without SYNC
+ * whose previous CPU is busy is not moved to a busy waker on another NUMA
+ * node (by the short-task rule or the load rule) while the waker's LLC has
+ * no idle CPU in its mask. Without wakeup preemption the waker, which SYNC
+ * does not say is about to sleep, runs on: t would wait for it about as
+ * long as for prev's queue, and refill its cache from the other node. It
+ * stays on prev's node (an idle CPU of prev's LLC, WIDEN, else prev). On
+ * by default; costs one load of the waker LLC's mask where such a pull
+ * would happen. No effect with PLACE_POLICY_LINEAR (no mask) or one node. */
+#define PLACE_FEAT_BUSY_STAYS   (1u << 12)
+#define PLACE_FEAT_ALL          (0x1fffu)
 #define PLACE_FEAT_DEFAULT      PLACE_FEAT_ALL
 
 /* Time in nanoseconds from an arbitrary origin, non-decreasing. */

@@ -34,3 +34,5 @@ PLACE_FEAT(PULL_IDLE, "the short-task pull crosses LLCs only for an idle CPU or 
 PLACE_FEAT(HUB_STAYS, "SYNC does not pull a task that wakes many others from its idle prev's LLC")
 /* Thieves drain a queue on a short hub in order; without them (runtime flag) the rule is off. */
 PLACE_FEAT(HUB_QUEUE, "with thieves, a hub's worker queues behind the short hub, not its busy prev")
+/* A wakee pulled onto a busy waker on another node (no SYNC) waits behind it and refills its cache. */
+PLACE_FEAT(BUSY_STAYS, "no pull across nodes onto a busy waker without SYNC while its LLC has no idle CPU")

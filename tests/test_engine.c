@@ -614,6 +614,52 @@ START_TEST(t_pull_needs_idle)
 }
 END_TEST
 
+/*
+ * BUSY_STAYS: two nodes of one LLC each. The waker on CPU 0 (node 0,
+ * nothing idle in its mask) runs one short task; the wakee's prev 5 (node
+ * 1) runs one and has another queued. PULL_IDLE alone moves the wakee onto
+ * the waker, the shorter queue, but the waker (no SYNC) runs on: the wakee
+ * stays on prev's node, on its idle CPU 7 when there is one, else stacked
+ * on prev. SYNC still pulls. (Within a node: t_pull_needs_idle.)
+ */
+#define TOPO_2NODE "synthetic:pack:2 [numa] l3:1 core:2 pu:2"
+
+static void busy_setup(struct env *e, unsigned feat, bool all_busy)
+{
+	env_open(e, TOPO_2NODE, PLACE_POLICY_SIS_CORE, feat, true);
+	for (int cpu = 0; cpu < 6; cpu++)
+		env_run(e, cpu, &e->task[32 + cpu]);
+	/* node 0's stale bits repaired by a failed scan (WIDEN answers 6) */
+	ck_assert_int_eq(env_wake(e, env_task_on(e, 0, 1), PLACE_CPU_NONE, PLACE_WAKE_NOCLAIM), 6);
+	ck_assert_uint_eq(env_mask(e, 0), 0);
+	make_short(e, 0, &e->task[32]);
+	ck_assert_int_eq(env_wake(e, env_task_on(e, 2, 4), 5, PLACE_WAKE_CURRENT), 5);
+	env_run(e, 6, &e->task[38]);
+	if (all_busy)
+		env_run(e, 7, &e->task[39]);
+}
+
+START_TEST(t_busy_waker_keeps_node)
+{
+	struct env e;
+
+	busy_setup(&e, PLACE_FEAT_DEFAULT, false);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 5), 0, 0), 7);
+	env_close(&e);
+
+	busy_setup(&e, PLACE_FEAT_DEFAULT, true);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 5), 0, 0), 5);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1); /* the hand-off's only */
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 4, 5), 0, PLACE_WAKE_SYNC), 0);
+	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 2);
+	env_close(&e);
+
+	busy_setup(&e, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_BUSY_STAYS, true);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 5), 0, 0), 0);
+	env_close(&e);
+}
+END_TEST
+
 /* Drive the LLC at busy fraction pct for n periods of util_period_ns; the
  * bound is recomputed on run_end, so the last period is sampled by a short
  * run on CPU 0. */
@@ -1530,6 +1576,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_wakeup_ex_claimed, 0, 3);
 	tcase_add_test(tc, t_short_task_never_stacks_on_two);
 	tcase_add_test(tc, t_pull_needs_idle);
+	tcase_add_test(tc, t_busy_waker_keeps_node);
 	tcase_add_test(tc, t_scan_bound);
 	tcase_add_test(tc, t_util_is_run_time);
 	tcase_add_test(tc, t_scan_bound_stops_scan);

@@ -35,6 +35,7 @@ static const struct {
 	{ "pull_idle", PLACE_FEAT_PULL_IDLE },
 	{ "hub_stays", PLACE_FEAT_HUB_STAYS },
 	{ "hub_queue", PLACE_FEAT_HUB_QUEUE },
+	{ "busy_stays", PLACE_FEAT_BUSY_STAYS },
 };
 
 static const struct {
@@ -145,7 +146,7 @@ int sim_policy_parse(const char *list, struct sim_policy_spec *out, int max)
 			fprintf(stderr, "place-sim: bad value '%.*s' for --policies: want NAME[/no-FEATURE|"
 				"/FEATURE...], NAME one of sis_core linear exact lifo random, FEATURE one of claim "
 				"scan_sibling short_affine wake_wide sis_util cookies numa widen cluster pull_idle hub_stays "
-				"hub_queue\n", (int)len, list);
+				"hub_queue busy_stays\n", (int)len, list);
 			return -EINVAL;
 		}
 		count++;
