@@ -783,9 +783,19 @@ static int init_workers(struct pool *p, unsigned qsize)
 	return 0;
 }
 
-static int start_place(struct pool *p, const place_config *cfg)
+/* The pool's idle workers steal queued tasks (take()), so libplace may
+ * queue a dispatcher's workers behind it (PLACE_RUNTIME_THIEVES). */
+static int start_place(struct pool *p, const place_config *given)
 {
-	int err = place_create(&p->place, p->topo, cfg);
+	place_config cfg;
+	int err;
+
+	if (given)
+		cfg = *given;
+	else
+		place_config_init(&cfg);
+	cfg.runtime |= PLACE_RUNTIME_THIEVES;
+	err = place_create(&p->place, p->topo, &cfg);
 
 	for (int i = 0; !err && i < p->n; i++)
 		err = place_worker_register(p->place, p->w[i].cpu, 0);

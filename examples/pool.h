@@ -71,7 +71,7 @@ enum pool_wake_mode {
 struct pool_config {
 	const char *topology;  /* place_topo_load() source: NULL = this machine */
 	int mode;              /* enum pool_wake_mode */
-	const place_config *place; /* NULL = libplace's defaults */
+	const place_config *place; /* NULL = libplace's defaults; PLACE_RUNTIME_THIEVES is added */
 	unsigned queue_size;   /* per-worker ring slots, a power of two >= 4 (0 = 1024) */
 	int max_workers;       /* at most this many workers, the first CPUs (0 = all) */
 	int no_pin;            /* do not pin workers (a modelled topology on this machine) */
