@@ -558,8 +558,9 @@ START_TEST(t_handoff_records)
 }
 END_TEST
 
-/* The whole of b's instance that a call may change: every CPU line, the
- * statistics of every LLC, the task records. */
+/* The whole of an instance that a call may change: every CPU line (up to
+ * 16, zeros past the machine's last), the statistics of every LLC, the task
+ * records. */
 struct snap {
 	struct place_cpu cpu[16];
 	place_stats st;
@@ -569,7 +570,8 @@ struct snap {
 static void snap_take(struct env *e, struct snap *s)
 {
 	memset(s, 0, sizeof(*s));
-	memcpy(s->cpu, e->p->cpu, sizeof(s->cpu));
+	ck_assert_int_le(e->nr_cpus, 16);
+	memcpy(s->cpu, e->p->cpu, e->nr_cpus * sizeof(s->cpu[0]));
 	ck_assert_int_eq(place_stats_read(e->p, -1, &s->st), 0);
 	memcpy(s->task, e->task, sizeof(s->task));
 }
