@@ -115,16 +115,18 @@ static inline bool place__cookie_runs_fit(const struct place *p, int cpu, uint64
  * (it drains). A whole idle core always fits. Relaxed and possibly torn
  * (production reads the halves apart): a wrong answer costs one refusal at
  * run_begin or one skipped candidate, never a co-run, because run_begin
- * decides exactly. A core of one CPU never counts anything (every update
- * tests place__cookie_on): its {0, 0} and its pend of 0 admit cookie 0
- * without more; another cookie reads the one CPU's state (its sib_next
- * ring is itself).
+ * decides exactly. A core of one CPU admits every cookie: nothing can run
+ * beside what runs or waits there, so a cookie never needs to keep away
+ * from it (without this, work queued on a no-SMT CPU would turn other
+ * cookies away from it for nothing and count fallbacks).
  */
 static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t cookie)
 {
 	const struct place_core *core = &p->core[p->map[cpu].core];
 	int sib = cpu;
 
+	if (p->map[cpu].smt < 2)
+		return true;
 	if (!place__cookie_runs_fit(p, cpu, cookie))
 		return false;
 	if (place_load_64(&core->pend) == cookie)

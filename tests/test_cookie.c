@@ -219,6 +219,30 @@ START_TEST(t_cookies_exact)
 END_TEST
 
 /*
+ * No SMT: a core of one CPU admits every cookie, even with work queued on
+ * it, since nothing can run beside that work. Every CPU runs a task of its
+ * own cookie; a cookie-5 task queues on one of them; a cookie-9 wakeup is
+ * no fallback and the CPU with the queue still admits 9.
+ */
+START_TEST(t_one_cpu_core_admits_every_cookie)
+{
+	struct env e;
+	int queued;
+
+	env_open(&e, TOPO_4C4T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	for (int cpu = 0; cpu < 4; cpu++)
+		env_run(&e, cpu, task_c(&e, cpu, (uint64_t)cpu + 1, -1));
+	queued = env_wake(&e, task_c(&e, 5, 5, 0), PLACE_CPU_NONE, 0);
+	ck_assert(place__cookie_waiting(e.p, queued));
+	ck_assert_msg(place__cookie_admits(e.p, queued, 9), "%s: CPU %d refuses cookie 9",
+		      policy_name[_i], queued);
+	env_wake(&e, task_c(&e, 6, 9, queued), PLACE_CPU_NONE, 0);
+	ck_assert_uint_eq(env_stats(&e).cookie_fallbacks, 0);
+	env_close(&e);
+}
+END_TEST
+
+/*
  * SMT2: cookie 5 runs on one CPU of cores 0, 1 and 2; core 3 is idle. A
  * cookie-7 task whose prev is CPU 1 (idle, but its sibling runs 5) goes to
  * core 3, and a second one to its sibling; a cookie-5 task still gets CPU 1.
@@ -635,6 +659,7 @@ static Suite *cookie_suite(void)
 	tcase_add_loop_test(tc, t_refusal_changes_nothing, 0, 6);
 	tcase_add_loop_test(tc, t_same_cookie_shares_core, 0, 2);
 	tcase_add_test(tc, t_cookies_exact);
+	tcase_add_loop_test(tc, t_one_cpu_core_admits_every_cookie, 0, 3);
 	tcase_add_loop_test(tc, t_wakeups_avoid_incompatible_cores, 0, 3);
 	tcase_add_loop_test(tc, t_fallback_compatible, 0, 3);
 	tcase_add_test(tc, t_fallback_idle_is_claimed);
