@@ -200,7 +200,7 @@ PLACE_INLINE bool busy_stays(const struct place *p, int this, int prev, bool syn
 {
 	const struct place_llc *llc = p->cpu[this].llc;
 
-	return !sync && place__feat(p, PLACE_FEAT_BUSY_STAYS) && p->map[this].node != p->map[prev].node &&
+	return !sync && p->busy_stays && p->map[this].node != p->map[prev].node &&
 	       place_mask_next(llc->icpus, llc->weight, 0) < 0;
 }
 

@@ -620,13 +620,19 @@ END_TEST
  * 1) runs one and has another queued. PULL_IDLE alone moves the wakee onto
  * the waker, the shorter queue, but the waker (no SYNC) runs on: the wakee
  * stays on prev's node, on its idle CPU 7 when there is one, else stacked
- * on prev. SYNC still pulls. (Within a node: t_pull_needs_idle.)
+ * on prev. SYNC still pulls. Only with thieves (PLACE_RUNTIME_THIEVES):
+ * without them the pull stands. (Within a node: t_pull_needs_idle.)
  */
 #define TOPO_2NODE "synthetic:pack:2 [numa] l3:1 core:2 pu:2"
 
-static void busy_setup(struct env *e, unsigned feat, bool all_busy)
+static void busy_setup(struct env *e, unsigned feat, unsigned runtime, bool all_busy)
 {
-	env_open(e, TOPO_2NODE, PLACE_POLICY_SIS_CORE, feat, true);
+	place_config cfg;
+
+	place_config_init(&cfg);
+	cfg.features = feat;
+	cfg.runtime = runtime;
+	env_open_cfg(e, TOPO_2NODE, &cfg, true);
 	for (int cpu = 0; cpu < 6; cpu++)
 		env_run(e, cpu, &e->task[32 + cpu]);
 	/* node 0's stale bits repaired by a failed scan (WIDEN answers 6) */
@@ -643,18 +649,22 @@ START_TEST(t_busy_waker_keeps_node)
 {
 	struct env e;
 
-	busy_setup(&e, PLACE_FEAT_DEFAULT, false);
+	busy_setup(&e, PLACE_FEAT_DEFAULT, PLACE_RUNTIME_THIEVES, false);
 	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 5), 0, 0), 7);
 	env_close(&e);
 
-	busy_setup(&e, PLACE_FEAT_DEFAULT, true);
+	busy_setup(&e, PLACE_FEAT_DEFAULT, PLACE_RUNTIME_THIEVES, true);
 	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 5), 0, 0), 5);
 	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 1); /* the hand-off's only */
 	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 4, 5), 0, PLACE_WAKE_SYNC), 0);
 	ck_assert_uint_eq(env_stats(&e).affine_wakeups, 2);
 	env_close(&e);
 
-	busy_setup(&e, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_BUSY_STAYS, true);
+	busy_setup(&e, PLACE_FEAT_DEFAULT & ~PLACE_FEAT_BUSY_STAYS, PLACE_RUNTIME_THIEVES, true);
+	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 5), 0, 0), 0);
+	env_close(&e);
+
+	busy_setup(&e, PLACE_FEAT_DEFAULT, 0, true);
 	ck_assert_int_eq(env_wake(&e, env_task_on(&e, 3, 5), 0, 0), 0);
 	env_close(&e);
 }
