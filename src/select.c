@@ -1203,18 +1203,29 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	return short_commit(p, waker, r, cookie, fit, waker, 0, PLACE_STAT_hit_target, probes, 0, 0);
 }
 
+/* The bound of 0 is due a look at its age: one older than its period (a
+ * quiet LLC) now lets a scan run, and the busy path decides. Apart: the
+ * clock read and the recompute take a stack frame that a wakeup stacked by
+ * wake_recheck_unlock() would pay too (saturated, one LLC: 213 -> 235
+ * instructions, the median of place-bench's 16-CPU rows). */
+PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
+				     uint64_t probes)
+{
+	if (place__util_fresh(p, p->map[prev].llc))
+		return wake_from_unlock(p, t, waker_cpu, flags, prev, prev);
+	return wake_stack_unlock(p, t, prev, probes, place__dense(p, waker_cpu));
+}
+
 /* An idle CPU flagged the bound of 0 (RECHECK): look at its age when
  * place__util_recheck() says to (not from overloaded(), whose caller's
- * registers would pay for it). One older than its period (a quiet LLC)
- * now lets a scan run: then the busy path decides. */
+ * registers would pay for it), else stack. */
 PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
 				       uint64_t probes, int waker)
 {
 	int llc = p->map[prev].llc; /* the stacked count in the slot it goes to */
 
-	if (place__util_recheck(p, llc, &place__stat_slot(p, waker, llc)[PLACE_STAT_hit_fallback]) &&
-	    place__util_fresh(p, llc))
-		return wake_from_unlock(p, t, waker_cpu, flags, prev, prev);
+	if (place__util_recheck(p, llc, &place__stat_slot(p, waker, llc)[PLACE_STAT_hit_fallback]))
+		return wake_stale_unlock(p, t, waker_cpu, flags, prev, probes);
 	return wake_stack_unlock(p, t, prev, probes, waker);
 }
 
