@@ -13,6 +13,7 @@
 # build/:   bench/sweep.sh [--sim PATH] [--runs N] [--seed S] [--raw DIR]
 #                                    [--shapes LIST] [--policies LIST] [--model OPTS]
 #                                    [--candidate NAME] [--shape 'NAME|CORES|TOPO']...
+#                                    [--no-steal]
 #
 # --raw DIR keeps place-sim's TSV rows (every counter) for each shape and
 # workload; --shapes takes a comma list of shape names (smt1,...); --model
@@ -21,7 +22,8 @@
 # variant in sis_core's place (e.g. sis_core/no-widen); --shape runs a shape
 # of your own instead of the seven (repeatable; CORES counts cores, not CPUs,
 # TOPO is an hwloc synthetic string), to check a change on shapes it was not
-# tuned on.
+# tuned on; --no-steal runs both workloads without stealing (placement
+# alone: a runtime whose idle workers do not take queued tasks).
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 set -eu
@@ -35,6 +37,8 @@ model=
 cand=sis_core
 policies=
 own=
+steal=--steal
+nosteal=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sim) sim=$2; shift 2 ;;
@@ -45,9 +49,10 @@ while [ $# -gt 0 ]; do
 	--policies) policies=$2; shift 2 ;;
 	--model) model=$2; shift 2 ;;
 	--candidate) cand=$2; shift 2 ;;
+	--no-steal) steal='' nosteal=' Without stealing.'; shift ;;
 	--shape) own="$own${own:+
 }$2"; shift 2 ;;
-	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,28p' "$0"; exit 0 ;;
 	*) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -128,7 +133,7 @@ run() { # $1 = shape name, $2 = topology, $3 = workload, $4 = loads, then option
 
 echo "# bench/sweep.sh: $cand throughput / max(lifo, random) and wakeup p99 / lifo's;"
 echo "# '*' misses thr >= 0.98 or p99 <= 1.00. Each row: the median-time run of seeds $seed..$((seed + runs - 1))"
-echo "# (hackbench: of seeds $seed..$((seed + runs + 1)))${model:+. Model: $model}."
+echo "# (hackbench: of seeds $seed..$((seed + runs + 1)))${model:+. Model: $model}.$nosteal"
 printf '%-16s' "shape workload"
 for q in $quarters; do
 	printf ' %11s' "$(awk -v q="$q" 'BEGIN { printf "%gx", q / 4 }')"
@@ -137,8 +142,8 @@ echo
 rows=$(printf '%s\n' "$shapes" | while IFS='|' read -r name cores topo; do
 	case ",$only," in ,,|*,"$name",*) ;; *) continue ;; esac
 	k=$((cores / 8))
-	run "$name" "$topo" hackbench "$(groups)" --senders $k --receivers $k --loops $((1600 / k)) --steal --runs $((runs + 2))
-	run "$name" "$topo" schbench "$(loads "$cores")" --msg-threads 2 --rounds 200 --steal
+	run "$name" "$topo" hackbench "$(groups)" --senders $k --receivers $k --loops $((1600 / k)) $steal --runs $((runs + 2))
+	run "$name" "$topo" schbench "$(loads "$cores")" --msg-threads 2 --rounds 200 $steal
 done)
 printf '%s\n' "$rows" | cut -f1
 # The summary: cells that win on both counts, and the geometric mean of thr,

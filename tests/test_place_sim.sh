@@ -170,6 +170,17 @@ else
 	bad "bench/sweep.sh: $(cat "$TMP/err.sw" "$TMP/sw1")"
 fi
 
+# --no-steal: placement alone, said in the header; at 4x the cores, where
+# only thieves drain the queues, its cells differ from the stealing run's.
+sh "$SWEEP" --sim "$TOOL_PLAIN" --shapes smt1 --runs 1 --no-steal >"$TMP/sw3" 2>"$TMP/err.sw"
+if grep -q 'Without stealing\.$' "$TMP/sw3" && ! grep -q 'Without stealing' "$TMP/sw1" &&
+	[ "$(grep '^smt1   hackbench' "$TMP/sw3" | awk '{ print $NF }')" != \
+	  "$(grep '^smt1   hackbench' "$TMP/sw1" | awk '{ print $NF }')" ] && [ ! -s "$TMP/err.sw" ]; then
+	ok "bench/sweep.sh --no-steal: without stealing, other cells at 4x"
+else
+	bad "bench/sweep.sh --no-steal: $(cat "$TMP/err.sw" "$TMP/sw3")"
+fi
+
 # expect_error NAME STATUS ARGS... (testlib.sh): exit STATUS, one "place-sim: " line, no stdout
 expect_error "unknown option" 2 --bogus
 expect_error "unknown workload" 2 --workload nope
