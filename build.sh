@@ -85,7 +85,7 @@ demo() {
 	echo "   other LLCs (xllc: cold caches); busy (8 groups), sis_core and exact keep wakees on"
 	echo "   idle cores of the waker's LLC (low icmiss% and p99) while lifo and random wake"
 	echo "   beside busy SMT siblings, and linear moves more wakees across LLCs; saturated,"
-	echo "   nothing is idle: lifo and random skip the scan and gain a few per cent of"
+	echo "   nothing is idle: lifo and random skip the scan and gain about a per cent of"
 	echo "   throughput, at a higher p99. The summary under the table says it per load."
 	./place-sim --topology "$ZEN3" --workload hackbench --load 2,8,32,128 --loops 20 --steal --runs 3 \
 		--policies "$sim_policies" --format brief --summary --quiet
