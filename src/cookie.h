@@ -125,7 +125,7 @@ static inline bool place__cookie_admits(const struct place *p, int cpu, uint64_t
 	const struct place_core *core = &p->core[p->map[cpu].core];
 	int sib = cpu;
 
-	if (p->map[cpu].smt < 2)
+	if (!place__cookie_on(p, cpu)) /* a core of one CPU: see above */
 		return true;
 	if (!place__cookie_runs_fit(p, cpu, cookie))
 		return false;

@@ -1207,7 +1207,8 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
  * quiet LLC) now lets a scan run, and the busy path decides. Apart: the
  * clock read and the recompute take a stack frame that a wakeup stacked by
  * wake_recheck_unlock() would pay too (saturated, one LLC: 213 -> 235
- * instructions, the median of place-bench's 16-CPU rows). */
+ * instructions, the median of place-bench's 16-CPU rows). Six arguments,
+ * all in registers: the dense waker is found again from waker_cpu. */
 PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
 				     uint64_t probes)
 {
