@@ -612,20 +612,26 @@ static inline bool place__util_due(const struct place *p, int l, uint64_t now, u
 }
 
 /*
- * A wakeup in LLC l is about to stack because its scan bound is 0: should
- * it check first that the 0 is not older than its period (a quiet LLC,
- * where no run_end recomputes it)? Only where an idle CPU makes
+ * A wakeup in LLC l is about to stack (or widen) because its scan bound is
+ * 0: should it check first that the 0 is not older than its period (a
+ * quiet LLC, where no run_end recomputes it)? Only where an idle CPU makes
  * it worth a look (RECHECK), and there on one such wakeup in
- * PLACE_RECHECK_EVERY, counted by the statistic the wakeup is about to
- * bump (*stacked, its stacked wakeups in the waker's slot): the clock read
- * so costs the busy LLCs little, and a stale bound outlives its period by
- * at most that many stacked wakeups per slot.
+ * PLACE_RECHECK_EVERY, counted by the statistics one of them is about to
+ * bump in slot v (the waker's, or l's external one): stacked and widened
+ * wakeups. The clock read so costs the busy LLCs little, and a stale bound
+ * outlives its period by at most that many such wakeups per slot.
  */
 #define PLACE_RECHECK_EVERY 8
-static inline bool place__util_recheck(const struct place *p, int l, const uint64_t *stacked)
+static inline bool place__recheck_turn(const uint64_t *v)
 {
-	return (place_load_32(&p->llc[l].nr_idle_scan) & PLACE_SCAN_RECHECK) &&
-	       !(place_load_64(stacked) & (PLACE_RECHECK_EVERY - 1));
+	uint64_t n = place_load_64(&v[PLACE_STAT_hit_fallback]) + place_load_64(&v[PLACE_STAT_hit_widened]);
+
+	return !(n & (PLACE_RECHECK_EVERY - 1));
+}
+
+static inline bool place__util_recheck(const struct place *p, int l, const uint64_t *v)
+{
+	return (place_load_32(&p->llc[l].nr_idle_scan) & PLACE_SCAN_RECHECK) && place__recheck_turn(v);
 }
 
 /* The check: LLC l's bound, recomputed first when its period has passed. */

@@ -520,10 +520,11 @@ PLACE_INLINE void set_scan_sibling(struct wake *w)
 	}
 }
 
-/* The count of stacked wakeups that this one adds to (wake_commit()). */
-static const uint64_t *stacked(const struct wake *w)
+/* The slot whose stacked and widened counts this wakeup adds to
+ * (wake_commit()): the throttle of place__util_recheck(). */
+static const uint64_t *target_slot(const struct wake *w)
 {
-	return &place__stat_slot(w->p, w->counter, w->tm->llc)[PLACE_STAT_hit_fallback];
+	return place__stat_slot(w->p, w->counter, w->tm->llc);
 }
 
 /*
@@ -568,7 +569,7 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 					: w->cpu == cpu ? PLACE_STAT_hit_idle_cpu : PLACE_STAT_hit_sibling);
 	}
 	/* the bound cut it short: its age looked at as place__util_recheck() does */
-	if (!nr && !(place_load_64(stacked(w)) & (PLACE_RECHECK_EVERY - 1)))
+	if (!nr && place__recheck_turn(target_slot(w)))
 		place__util_refresh(w->p, tm->llc); /* for the next wakeups */
 	if (core && place_load_32(&llc->has_idle_cores))
 		place__llc_cores_none(w->p, llc); /* a full scan found no idle core */
@@ -642,7 +643,7 @@ PLACE_INLINE int select_idle_sibling(struct wake *w)
 		return SCAN_CORES;
 	/* SIS_UTIL: overloaded, unlikely to find one (EXACT has no bound) */
 	if (w->p->scan_bounded && !(place_load_32(&w->tllc->nr_idle_scan) & PLACE_SCAN_NR) &&
-	    !(place__util_recheck(w->p, w->tm->llc, stacked(w)) && place__util_fresh(w->p, w->tm->llc)))
+	    !(place__util_recheck(w->p, w->tm->llc, target_slot(w)) && place__util_fresh(w->p, w->tm->llc)))
 		return PLACE_STAT_hit_fallback;
 	return SCAN_CPUS;
 }
@@ -808,15 +809,20 @@ PLACE_INLINE void commit_stats(struct place *p, int counter, int llc, enum place
 }
 
 /* Account the answer: the task is now counted on w->cpu (unless answering
- * only), and the statistics of this wakeup go to the waker's slot. */
+ * only), and the statistics of this wakeup go to the waker's slot (no
+ * waker: the external slot of w->cpu's LLC; a widened wakeup's, of the
+ * target's, whose stacked and widened counts place__util_recheck()
+ * throttles on). */
 PLACE_INLINE int wake_commit(struct wake *w, enum place_stat_id level)
 {
 	int os = map_of(w, w->cpu)->os;
+	/* widened: in the target's LLC, where place__util_recheck() counts */
+	int llc = level == PLACE_STAT_hit_widened ? w->tm->llc : map_of(w, w->cpu)->llc;
 
 	if (!(w->flags & PLACE_WAKE_NOCLAIM))
 		commit_task(w->p, w->r, w->cpu, w->gen, w->cookies, w->cookie);
-	commit_stats(w->p, w->counter, map_of(w, w->cpu)->llc, level, w->probes,
-		     !w->claim && level != PLACE_STAT_hit_fallback, w->lost, w->false_pos);
+	commit_stats(w->p, w->counter, llc, level, w->probes, !w->claim && level != PLACE_STAT_hit_fallback, w->lost,
+		     w->false_pos);
 	return os;
 }
 
@@ -998,15 +1004,15 @@ PLACE_NOINLINE int wakeup_unlock(place *p, place_task *t, int waker_cpu, unsigne
  * to it) is counted on cpu (claim gen, 0 = queued), at the given level
  * after probes probes (lost claims: lost), as wake_commit() counts it; the
  * read section closes. A worker waker (dense waker >= 0) counts in its own
- * slot; no waker, in the LLC's external slot. */
-PLACE_INLINE int short_commit(place *p, int waker, struct place_task_rec *r, uint64_t cookie, bool cookies, int cpu,
-			      uint32_t gen, enum place_stat_id level, uint64_t probes, uint64_t lost,
+ * slot; no waker, in the external slot of LLC llc: the target's (prev's or
+ * the waker's), where a widened wakeup counts too, as wake_commit(). */
+PLACE_INLINE int short_commit(place *p, int waker, int llc, struct place_task_rec *r, uint64_t cookie, bool cookies,
+			      int cpu, uint32_t gen, enum place_stat_id level, uint64_t probes, uint64_t lost,
 			      uint64_t false_pos)
 {
 	int os = commit_task(p, r, cpu, gen, cookies, cookie);
 
-	commit_stats(p, waker, p->map[cpu].llc, level, probes,
-		     !gen && level != PLACE_STAT_hit_fallback, lost, false_pos);
+	commit_stats(p, waker, llc, level, probes, !gen && level != PLACE_STAT_hit_fallback, lost, false_pos);
 	if (waker >= 0 && waker == cpu)
 		place_count_64(&p->slot[waker].v[PLACE_STAT_affine_wakeups], 1); /* as wake_target() */
 	place__read_unlock(p);
@@ -1042,8 +1048,8 @@ PLACE_NOINLINE int claimed_unpublish_unlock(place *p, int waker, struct place_ta
 	uint64_t cookie = place_load_64(&r->cookie);
 
 	probes += place__claim_unpublish_slow(p, prev);
-	return short_commit(p, waker, r, cookie, place__cookies_matter(p, cookie), prev, gen, PLACE_STAT_hit_target,
-			    probes, 0, 0);
+	return short_commit(p, waker, p->map[prev].llc, r, cookie, place__cookies_matter(p, cookie), prev, gen,
+			    PLACE_STAT_hit_target, probes, 0, 0);
 }
 
 /* PREV_IDLE: claim prev, as select_idle_sibling()'s first step would,
@@ -1067,7 +1073,7 @@ PLACE_INLINE int prev_idle_unlock(place *p, place_task *t, int waker_cpu, int wa
 	}
 	if (place__claim_unpublish_due(p, prev))
 		return claimed_unpublish_unlock(p, waker, r, prev, gen, probes);
-	return short_commit(p, waker, r, cookie, fit, prev, gen, PLACE_STAT_hit_target, probes, 0, 0);
+	return short_commit(p, waker, p->map[prev].llc, r, cookie, fit, prev, gen, PLACE_STAT_hit_target, probes, 0, 0);
 }
 
 /* The no-waker short paths keep place_wakeup's first four arguments where
@@ -1155,7 +1161,7 @@ PLACE_NOINLINE int widen_unlock(place *p, place_task *t, int prev, uint64_t prob
 				.cookies = place__cookies_matter(p, cookie), .cookie = cookie };
 	bool found = place__widen(&h, prev, place_load_32(&r->group) && p->numa_count, true);
 
-	return short_commit(p, waker, r, cookie, h.cookies, found ? h.cpu : prev, found ? h.gen : 0,
+	return short_commit(p, waker, p->map[prev].llc, r, cookie, h.cookies, found ? h.cpu : prev, found ? h.gen : 0,
 			    found ? PLACE_STAT_hit_widened : PLACE_STAT_hit_fallback, probes + h.probes, h.lost,
 			    h.false_pos);
 }
@@ -1170,8 +1176,8 @@ PLACE_NOINLINE int wake_stack_unlock(place *p, place_task *t, int prev, uint64_t
 	r->recent_used_cpu = r->prev_cpu; /* as select_idle_sibling() */
 	if (waker != prev && place__widen_may(p, prev, p->map[prev].llc))
 		return widen_unlock(p, t, prev, probes, waker);
-	return short_commit(p, waker, r, cookie, place__cookies_matter(p, cookie), prev, 0, PLACE_STAT_hit_fallback,
-			    probes, 0, 0);
+	return short_commit(p, waker, p->map[prev].llc, r, cookie, place__cookies_matter(p, cookie), prev, 0,
+			    PLACE_STAT_hit_fallback, probes, 0, 0);
 }
 
 /*
@@ -1200,7 +1206,7 @@ PLACE_NOINLINE int wake_handoff_unlock(place *p, place_task *t, int waker_cpu, u
 	if (wr && place__feat(p, PLACE_FEAT_WAKE_WIDE))
 		place__record_wakee(p, waker, wr, t);
 	/* queued, unclaimed */
-	return short_commit(p, waker, r, cookie, fit, waker, 0, PLACE_STAT_hit_target, probes, 0, 0);
+	return short_commit(p, waker, p->map[waker].llc, r, cookie, fit, waker, 0, PLACE_STAT_hit_target, probes, 0, 0);
 }
 
 /* The bound of 0 is due a look at its age: one older than its period (a
@@ -1223,9 +1229,9 @@ PLACE_NOINLINE int wake_stale_unlock(place *p, place_task *t, int waker_cpu, uns
 PLACE_NOINLINE int wake_recheck_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev,
 				       uint64_t probes, int waker)
 {
-	int llc = p->map[prev].llc; /* the stacked count in the slot it goes to */
+	int llc = p->map[prev].llc; /* the slot its stacked or widened count goes to */
 
-	if (place__util_recheck(p, llc, &place__stat_slot(p, waker, llc)[PLACE_STAT_hit_fallback]))
+	if (place__util_recheck(p, llc, place__stat_slot(p, waker, llc)))
 		return wake_stale_unlock(p, t, waker_cpu, flags, prev, probes);
 	return wake_stack_unlock(p, t, prev, probes, waker);
 }

@@ -1476,20 +1476,6 @@ START_TEST(t_quiet_llc_after_burst)
 }
 END_TEST
 
-/* The injected clock, counting its reads. */
-struct counted_clock {
-	uint64_t *now;
-	unsigned long reads;
-};
-
-static uint64_t counted_read(void *arg)
-{
-	struct counted_clock *k = arg;
-
-	k->reads++;
-	return *k->now;
-}
-
 /* Issue 13.1: no clock read on the common run edge, and the short-task
  * estimate still right. A task runs 10 us intervals (two 5 us runs, a
  * preemption between) 800 times: the clock was read on every run_begin and
@@ -1506,10 +1492,7 @@ START_TEST(t_run_sampling)
 	int n;
 
 	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
-	k.now = &e.now;
-	k.reads = 0;
-	e.p->clock = counted_read;
-	e.p->clock_arg = &k;
+	env_count_clock(&e, &k);
 	for (int i = 0; i < 800; i++) {
 		env_run(&e, 0, t);
 		e.now += 5000;

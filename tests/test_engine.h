@@ -37,6 +37,29 @@ static inline uint64_t env_clock(void *arg)
 	return *(const uint64_t *)arg;
 }
 
+/* The injected clock, counting its reads (env_count_clock). */
+struct counted_clock {
+	uint64_t *now;
+	unsigned long reads;
+};
+
+static inline uint64_t counted_read(void *arg)
+{
+	struct counted_clock *k = arg;
+
+	k->reads++;
+	return *k->now;
+}
+
+/* From here on, e's clock counts its reads in k (from 0). */
+static inline void env_count_clock(struct env *e, struct counted_clock *k)
+{
+	k->now = &e->now;
+	k->reads = 0;
+	e->p->clock = counted_read;
+	e->p->clock_arg = k;
+}
+
 /* An instance over source with cfg (its clock replaced by the injected
  * one); register_all: every CPU gets a (pretend) worker. */
 static inline void env_open_cfg(struct env *e, const char *source, const place_config *cfg,

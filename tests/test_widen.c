@@ -221,6 +221,48 @@ START_TEST(t_widen_saturated_is_cheap)
 }
 END_TEST
 
+/* Overloaded LLC 0 (bound 0 after a burst) where an idle CPU flagged the
+ * bound (RECHECK), LLC 1 idle: every wakeup of a task whose prev is busy in
+ * LLC 0 widens to LLC 1. The bound's age is looked at on one such wakeup in
+ * PLACE_RECHECK_EVERY (a clock read), not on each: the throttle counts
+ * widened wakeups as well as stacked ones, in the slot that the wakeup
+ * counts in (the waker's, or LLC 0's external one). Before, it counted
+ * stacked wakeups only, and every widened one read the clock. No SMT, so
+ * no idle-core hint hides the bound; SIS_CORE (EXACT keeps no bound). */
+START_TEST(t_widen_recheck_throttled)
+{
+	static const int wakers[] = { PLACE_CPU_NONE, 3 };
+	const int n = 4 * PLACE_RECHECK_EVERY;
+	struct counted_clock k;
+	struct env e;
+
+	env_open(&e, "synthetic:pack:1 l3:2 core:8 pu:1", PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	for (int round = 0; round < 8; round++) { /* LLC 0 busy for 8 periods */
+		busy(&e, 0, 7);
+		e.now += e.p->util_period_ns;
+		for (int cpu = 0; cpu < 8; cpu++)
+			ck_assert_int_eq(place_run_end(e.p, cpu, &e.task[32 + cpu], PLACE_RUN_SLEEP), 0);
+	}
+	busy(&e, 0, 6);
+	ck_assert_int_eq(place_idle_enter(e.p, 7), 0);
+	for (int cpu = 8; cpu < 16; cpu++)
+		ck_assert_int_eq(place_idle_enter(e.p, cpu), 0);
+	ck_assert_uint_eq(env_llc(&e, 0)->nr_idle_scan, PLACE_SCAN_RECHECK);
+	env_count_clock(&e, &k);
+	for (int i = 0; i < n; i++) {
+		int waker = wakers[i % 2], cpu = env_wake(&e, env_task_on(&e, i, 0), waker, 0);
+
+		ck_assert_msg(llc_of(&e, cpu) == 1, "wakeup %d (waker %d) went to CPU %d", i, waker, cpu);
+		ck_assert_int_eq(place_claim_release(e.p, cpu), 0);
+	}
+	ck_assert_uint_eq(env_stats(&e).hit_widened, n);
+	/* each slot (the external one, CPU 3's) reads the clock once in 8 */
+	ck_assert_msg(k.reads <= 2 * (n / 2 / PLACE_RECHECK_EVERY + 1), "%lu clock reads for %d widened wakeups",
+		      k.reads, n);
+	env_close(&e);
+}
+END_TEST
+
 /* The topology: clusters where an L2 holds several cores of the LLC, none
  * where it holds one (x86-like) or the whole LLC. The hybrid fixture has
  * none: its P-cores have an L2 each under their L3, and the L2 that the
@@ -461,6 +503,7 @@ static Suite *widen_suite(void)
 	tcase_add_loop_test(tc, t_widen_many_llcs, 0, 2);
 	tcase_add_test(tc, t_widen_group_cpus_cookie);
 	tcase_add_test(tc, t_widen_saturated_is_cheap);
+	tcase_add_test(tc, t_widen_recheck_throttled);
 	tcase_add_test(tc, t_cluster_topology);
 	tcase_add_loop_test(tc, t_cluster_first, 0, 2);
 	tcase_add_loop_test(tc, t_cluster_first_core, 0, 2);
