@@ -68,7 +68,8 @@ static const char usage[] =
 	"                       (hackbench/mix: groups, schbench: workers, pingpong: pairs, stream: threads,\n"
 	"                       tenants: tenant-tasks, groups: numa-groups)\n"
 	"  --format F           table | brief (fewer columns) | summary (no rows) | tsv | json |\n"
-	"                       cookies | numa (their columns; what table is for tenants / groups)\n"
+	"                       cookies | numa (their columns; what table is for tenants / groups) |\n"
+	"                       exits (when each role's tasks exited: the spread behind a makespan)\n"
 	"  --seed N             PRNG seed (default 1); same seed, same output\n"
 	"  --runs N             run seeds S..S+N-1 (S from --seed), report the median-time run (1)\n"
 	"  --no-host-time       omit host ns per decision (byte-identical output across runs)\n"
@@ -263,9 +264,9 @@ static uint64_t *u64_param(struct sim_params *p, int opt)
 
 static int parse_format(const char *s, int *fmt)
 {
-	static const char *const names[] = { "table", "tsv", "json", "brief", "summary", "cookies", "numa" };
+	static const char *const names[] = { "table", "tsv", "json", "brief", "summary", "cookies", "numa", "exits" };
 	static const int fmts[] = { SIM_FMT_TABLE, SIM_FMT_TSV, SIM_FMT_JSON, SIM_FMT_BRIEF, SIM_FMT_NONE,
-				    SIM_FMT_COOKIES, SIM_FMT_NUMA };
+				    SIM_FMT_COOKIES, SIM_FMT_NUMA, SIM_FMT_EXITS };
 	int i = opt_choice("place-sim", "format", s, names, (int)(sizeof(names) / sizeof(names[0])));
 
 	if (i < 0)

@@ -37,7 +37,7 @@ else
 fi
 # A policy name longer than the column widens it: every line of a readable
 # table ends its third column (time_ms) at the same place, in each format.
-for f in table brief numa; do
+for f in table brief numa exits; do
 	sim --workload pingpong --policies sis_core,sis_core/no-short_affine/no-wake_wide --format $f >"$TMP/wide"
 	ends=$(awk '/^ *(load|[0-9]+) / && match($0, /^ *[^ ]+ +[^ ]+ +[^ ]+/) { print RLENGTH }' "$TMP/wide" | sort -u)
 	if [ "$(echo "$ends" | wc -l)" -eq 1 ]; then
@@ -46,6 +46,18 @@ for f in table brief numa; do
 		bad "--format $f: time_ms ends at $(echo "$ends" | tr '\n' ' ')"
 	fi
 done
+
+# --format exits: per policy, one line per role with each role's tasks
+# (hackbench: groups x senders, groups x receivers), exit times in order,
+# and the last task's exit the makespan (time_ms).
+sim --workload hackbench --policies sis_core,lifo --format exits >"$TMP/exits"
+if awk '/^ *[0-9]+ / { n++; t[$2] = $3; if ($6 != 8 || $7 > $8 || $8 > $9 || $9 > $10 || $10 > $11 || $11 > $3) bad = 1
+	if ($11 > last[$2]) last[$2] = $11 }
+	END { for (p in t) if (last[p] != t[p]) bad = 1; exit !(n == 4 && !bad) }' "$TMP/exits"; then
+	ok "--format exits: two roles of 8 tasks per policy, exits in order, the last one the makespan"
+else
+	bad "--format exits: $(cat "$TMP/exits")"
+fi
 
 for w in hackbench schbench pingpong stream mix; do
 	for f in table tsv; do

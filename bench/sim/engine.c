@@ -572,6 +572,7 @@ static void end_run(struct sim *s, int c, struct sim_task *t, int action)
 	} else {
 		t->state = SIM_EXITED;
 		t->cpu = -1;
+		t->exit_ns = s->now;
 		s->live--;
 		s->res.exited++;
 		if (!s->live)
@@ -735,8 +736,27 @@ static double node_imbalance(const struct sim *s)
 	return sum ? (double)max * s->m->nr_nodes / (double)sum - 1.0 : 0.0;
 }
 
+/* The exit times of role's tasks, sorted in buf, as r->exits[role]. */
+static void exit_times(struct sim *s, int role, uint64_t *buf)
+{
+	uint64_t *q = s->res.exits[role];
+	size_t n = 0;
+
+	for (int i = 0; i < s->nr_tasks; i++)
+		if (s->task[i].role == role && s->task[i].exit_ns)
+			buf[n++] = s->task[i].exit_ns;
+	qsort(buf, n, sizeof(*buf), cmp_u64);
+	q[EXIT_TASKS] = n;
+	q[EXIT_FIRST] = n ? buf[0] : 0;
+	q[EXIT_P10] = percentile(buf, n, 100);
+	q[EXIT_P50] = percentile(buf, n, 500);
+	q[EXIT_P90] = percentile(buf, n, 900);
+	q[EXIT_LAST] = n ? buf[n - 1] : 0;
+}
+
 static void finish(struct sim *s)
 {
+	uint64_t *buf = calloc((size_t)s->nr_tasks + 1, sizeof(*buf)); /* NULL: no exit times */
 	struct sim_result *r = &s->res;
 
 	for (int c = 0; c < s->m->nr_cpus; c++) {
@@ -757,6 +777,9 @@ static void finish(struct sim *s)
 	r->lat_p999 = percentile(s->lat, s->nlat, 999);
 	r->lat_max = s->nlat ? s->lat[s->nlat - 1] : 0;
 	r->util = r->makespan_ns ? (double)s->busy_ns / ((double)s->m->nr_cpus * (double)r->makespan_ns) : 0;
+	for (int role = 0; buf && role < 2; role++)
+		exit_times(s, role, buf);
+	free(buf);
 	r->ok = s->live == 0 && !s->error;
 	sim_pol_stats(&s->pol, &r->st);
 }

@@ -74,6 +74,11 @@ void sim_report_header(FILE *f, int fmt, const char *what, int name_w)
 			"time_ms", "vs", "p99_us", "util", "xwake%", "xnode", "imbal%", "moves", "kept", "cool",
 			"cap");
 		break;
+	case SIM_FMT_EXITS:
+		fprintf(f, "# %s\n", what);
+		fprintf(f, "%5s %-*s %9s %7s %4s %6s %8s %8s %8s %8s %8s\n", "load", name_w, "policy", "time_ms",
+			"vs", "role", "tasks", "first_ms", "p10_ms", "p50_ms", "p90_ms", "last_ms");
+		break;
 	case SIM_FMT_TSV:
 		fprintf(f, "load\tpolicy\tok\ttime_ns\tunits\twork_per_s\tvs_first\tlat_p50_ns\tlat_p99_ns"
 			   "\tlat_p999_ns\tlat_max_ns\tutil\truns\tidle_core_misses\tstack_llc\tstack_any"
@@ -110,6 +115,21 @@ static void row_brief(FILE *f, int name_w, const struct sim_result *r, double vs
 		r->load, name_w, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
 		r->util * 100.0, 100.0 * per(r->idle_core_misses, r->run_starts), r->stack_llc, r->cross_llc,
 		per(r->st.cpus_probed, r->st.wakeups), r->ok ? "" : "  (incomplete)");
+}
+
+/* One line per role (0, 1) that has exited tasks. */
+static void row_exits(FILE *f, int name_w, const struct sim_result *r, double vs)
+{
+	for (int role = 0; role < 2; role++) {
+		const uint64_t *q = r->exits[role];
+
+		if (!q[EXIT_TASKS])
+			continue;
+		fprintf(f, "%5d %-*s %9.3f %+6.1f%% %4d %6" PRIu64 " %8.3f %8.3f %8.3f %8.3f %8.3f%s\n", r->load,
+			name_w, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, role, q[EXIT_TASKS],
+			(double)q[EXIT_FIRST] / 1e6, (double)q[EXIT_P10] / 1e6, (double)q[EXIT_P50] / 1e6,
+			(double)q[EXIT_P90] / 1e6, (double)q[EXIT_LAST] / 1e6, r->ok ? "" : "  (incomplete)");
+	}
 }
 
 /* CPU time forced idle, in per cent of all CPU time. */
@@ -210,6 +230,8 @@ void sim_report_row(FILE *f, int fmt, int name_w, const struct sim_result *r, co
 		row_cookies(f, name_w, r, vs);
 	else if (fmt == SIM_FMT_NUMA)
 		row_numa(f, name_w, r, vs);
+	else if (fmt == SIM_FMT_EXITS)
+		row_exits(f, name_w, r, vs);
 	else if (fmt == SIM_FMT_TSV)
 		row_tsv(f, r, vs);
 	else
@@ -224,6 +246,14 @@ void sim_report_legend(FILE *f, int fmt, const char *load_what)
 		"  load: %s; vs: throughput against the first row of the same load; p99_us: 99th\n"
 		"  percentile wakeup-to-run latency (virtual us); util: busy CPU time / all CPU time\n";
 
+	if (fmt == SIM_FMT_EXITS) {
+		fprintf(f, "  load: %s; vs: throughput against the first row of the same load; role:\n"
+			   "  hackbench 0 senders, 1 receivers; schbench 0 message threads, 1 workers; tasks: how "
+			   "many exited;\n  first_ms .. last_ms: when they exited (virtual ms): the first, the "
+			   "10th, 50th and 90th\n  percentile, the last (time_ms, the makespan, is the last "
+			   "task's)\n", load_what);
+		return;
+	}
 	if (fmt != SIM_FMT_TABLE && fmt != SIM_FMT_BRIEF && fmt != SIM_FMT_COOKIES && fmt != SIM_FMT_NUMA)
 		return;
 	fprintf(f, common, load_what);

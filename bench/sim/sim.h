@@ -118,6 +118,7 @@ struct sim_task {
 	uint64_t wake_time;   /* virtual ns of the wakeup */
 	uint64_t work;        /* remaining work of the current burst, milli-ns at full speed */
 	uint64_t debt;        /* extra work for the next burst (refill penalty, decision cost) */
+	uint64_t exit_ns;     /* when it exited (virtual ns), 0 while it lives */
 	uint64_t slice_start; /* when it last got the CPU, for preemption */
 	uint64_t cookie;      /* its core-scheduling cookie (the simulator's own copy) */
 	uint32_t group;       /* its NUMA group, 0 = none */
@@ -263,6 +264,10 @@ struct sim_result {
 	uint64_t wakeups, run_starts;
 	uint64_t lat_p50, lat_p99, lat_p999, lat_max; /* virtual ns */
 	double util;               /* busy CPU time / (cpus * makespan) */
+	/* Exit times of roles 0 and 1 (hackbench: senders, receivers; schbench:
+	 * message threads, workers), virtual ns: [role][k], k = EXIT_TASKS (how
+	 * many exited), then the first, 10th, 50th, 90th percentile and last. */
+	uint64_t exits[2][6];
 	uint64_t idle_core_misses; /* started beside a busy sibling while an idle core existed in the LLC */
 	uint64_t stack_llc;        /* queued behind another while a CPU of that LLC was idle
 				    * (a sync wakeup onto the sleeping waker's CPU is not) */
@@ -368,8 +373,10 @@ int sim_sleep_for(struct sim *s, struct sim_task *t, uint64_t base_ns);
 /* COOKIES and NUMA are tables of their own columns (core scheduling, NUMA
  * groups), what "table" means for the tenants and groups workloads. */
 enum sim_format {
-	SIM_FMT_TABLE, SIM_FMT_TSV, SIM_FMT_JSON, SIM_FMT_BRIEF, SIM_FMT_NONE, SIM_FMT_COOKIES, SIM_FMT_NUMA
+	SIM_FMT_TABLE, SIM_FMT_TSV, SIM_FMT_JSON, SIM_FMT_BRIEF, SIM_FMT_NONE, SIM_FMT_COOKIES, SIM_FMT_NUMA,
+	SIM_FMT_EXITS
 };
+enum { EXIT_TASKS, EXIT_FIRST, EXIT_P10, EXIT_P50, EXIT_P90, EXIT_LAST };
 
 /* The readable tables' policy column: as wide as the longest name, at least 22. */
 int sim_report_name_width(const struct sim_policy_spec *pol, int np);
