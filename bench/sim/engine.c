@@ -567,6 +567,8 @@ static void end_run(struct sim *s, int c, struct sim_task *t, int action)
 	if (action == SIM_CONTINUE) {
 		rq_push(s, c, t);
 	} else if (action == SIM_SLEEP) {
+		if (t->role == 0 || t->role == 1)
+			s->res.sleeps[t->role]++;
 		t->state = SIM_SLEEPING;
 		t->cpu = -1;
 	} else {

@@ -266,8 +266,10 @@ struct sim_result {
 	double util;               /* busy CPU time / (cpus * makespan) */
 	/* Exit times of roles 0 and 1 (hackbench: senders, receivers; schbench:
 	 * message threads, workers), virtual ns: [role][k], k = EXIT_TASKS (how
-	 * many exited), then the first, 10th, 50th, 90th percentile and last. */
+	 * many exited), then the first, 10th, 50th, 90th percentile and last;
+	 * and how often their tasks went to sleep. */
 	uint64_t exits[2][6];
+	uint64_t sleeps[2];
 	uint64_t idle_core_misses; /* started beside a busy sibling while an idle core existed in the LLC */
 	uint64_t stack_llc;        /* queued behind another while a CPU of that LLC was idle
 				    * (a sync wakeup onto the sleeping waker's CPU is not) */
