@@ -48,15 +48,17 @@ for f in table brief numa exits; do
 done
 
 # --format exits: per policy, one line per role with each role's tasks
-# (hackbench: groups x senders, groups x receivers), exit times in order,
-# the last task's exit the makespan (time_ms), and senders that slept (a
-# pipe of 2 fills).
+# (hackbench: groups x senders, groups x receivers), run time, its SMT
+# share in per cent and the paired tasks in range, exit times in order, the
+# last task's exit the makespan (time_ms), and senders that slept (a pipe of
+# 2 fills).
 sim --workload hackbench --pipe 2 --policies sis_core,lifo --format exits >"$TMP/exits"
 if awk '/^ *[0-9]+ / { n++; t[$2] = $3
-	if ($6 != 8 || $8 > $9 || $9 > $10 || $10 > $11 || $11 > $12 || $12 > $3 || ($5 == 0 && $7 <= 0)) bad = 1
-	if ($12 > last[$2]) last[$2] = $12 }
+	if ($6 != 8 || $8 <= 0 || $9 < 0 || $9 > 100 || $10 > $6 || ($5 == 0 && $7 <= 0)) bad = 1
+	if ($11 > $12 || $12 > $13 || $13 > $14 || $14 > $15 || $15 > $3) bad = 1
+	if ($15 > last[$2]) last[$2] = $15 }
 	END { for (p in t) if (last[p] != t[p]) bad = 1; exit !(n == 4 && !bad) }' "$TMP/exits"; then
-	ok "--format exits: two roles of 8 tasks per policy, exits in order, the last one the makespan, sleeps"
+	ok "--format exits: two roles of 8 tasks per policy, run times, exits in order, the last one the makespan"
 else
 	bad "--format exits: $(cat "$TMP/exits")"
 fi

@@ -87,6 +87,9 @@ static void account(struct sim *s, int c)
 	t = &s->task[cpu->cur];
 	done = dt * cpu->rate;
 	t->work = done >= t->work ? 0 : t->work - done;
+	t->run_ns += dt;
+	if (cpu->rate < FULL_SPEED)
+		t->smt_ns += dt;
 	s->busy_ns += dt;
 	s->node_busy_ns[s->m->node[c]] += dt;
 }
@@ -738,15 +741,24 @@ static double node_imbalance(const struct sim *s)
 	return sum ? (double)max * s->m->nr_nodes / (double)sum - 1.0 : 0.0;
 }
 
-/* The exit times of role's tasks, sorted in buf, as r->exits[role]. */
+/* The exit times of role's tasks, sorted in buf, as r->exits[role], and
+ * their run times. */
 static void exit_times(struct sim *s, int role, uint64_t *buf)
 {
-	uint64_t *q = s->res.exits[role];
+	struct sim_result *r = &s->res;
+	uint64_t *q = r->exits[role];
 	size_t n = 0;
 
-	for (int i = 0; i < s->nr_tasks; i++)
-		if (s->task[i].role == role && s->task[i].exit_ns)
-			buf[n++] = s->task[i].exit_ns;
+	for (int i = 0; i < s->nr_tasks; i++) {
+		const struct sim_task *t = &s->task[i];
+
+		if (t->role != role || !t->exit_ns)
+			continue;
+		buf[n++] = t->exit_ns;
+		r->run_ns[role] += t->run_ns;
+		r->smt_ns[role] += t->smt_ns;
+		r->paired[role] += 2 * t->smt_ns > t->run_ns;
+	}
 	qsort(buf, n, sizeof(*buf), cmp_u64);
 	q[EXIT_TASKS] = n;
 	q[EXIT_FIRST] = n ? buf[0] : 0;

@@ -76,8 +76,9 @@ void sim_report_header(FILE *f, int fmt, const char *what, int name_w)
 		break;
 	case SIM_FMT_EXITS:
 		fprintf(f, "# %s\n", what);
-		fprintf(f, "%5s %-*s %9s %7s %4s %6s %7s %8s %8s %8s %8s %8s\n", "load", name_w, "policy",
-			"time_ms", "vs", "role", "tasks", "sleeps", "first_ms", "p10_ms", "p50_ms", "p90_ms", "last_ms");
+		fprintf(f, "%5s %-*s %9s %7s %4s %6s %7s %6s %4s %6s %8s %8s %8s %8s %8s\n", "load", name_w, "policy",
+			"time_ms", "vs", "role", "tasks", "sleeps", "run_ms", "smt%", "paired", "first_ms", "p10_ms",
+			"p50_ms", "p90_ms", "last_ms");
 		break;
 	case SIM_FMT_TSV:
 		fprintf(f, "load\tpolicy\tok\ttime_ns\tunits\twork_per_s\tvs_first\tlat_p50_ns\tlat_p99_ns"
@@ -125,9 +126,11 @@ static void row_exits(FILE *f, int name_w, const struct sim_result *r, double vs
 
 		if (!q[EXIT_TASKS])
 			continue;
-		fprintf(f, "%5d %-*s %9.3f %+6.1f%% %4d %6" PRIu64 " %7.1f %8.3f %8.3f %8.3f %8.3f %8.3f%s\n",
+		fprintf(f, "%5d %-*s %9.3f %+6.1f%% %4d %6" PRIu64 " %7.1f %6.3f %4.0f %6" PRIu64
+			   " %8.3f %8.3f %8.3f %8.3f %8.3f%s\n",
 			r->load, name_w, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, role, q[EXIT_TASKS],
-			per(r->sleeps[role], q[EXIT_TASKS]), (double)q[EXIT_FIRST] / 1e6, (double)q[EXIT_P10] / 1e6,
+			per(r->sleeps[role], q[EXIT_TASKS]), per(r->run_ns[role], q[EXIT_TASKS]) / 1e6,
+			100.0 * per(r->smt_ns[role], r->run_ns[role]), r->paired[role], (double)q[EXIT_FIRST] / 1e6, (double)q[EXIT_P10] / 1e6,
 			(double)q[EXIT_P50] / 1e6, (double)q[EXIT_P90] / 1e6, (double)q[EXIT_LAST] / 1e6,
 			r->ok ? "" : "  (incomplete)");
 	}
@@ -250,9 +253,11 @@ void sim_report_legend(FILE *f, int fmt, const char *load_what)
 	if (fmt == SIM_FMT_EXITS) {
 		fprintf(f, "  load: %s; vs: throughput against the first row of the same load; role:\n"
 			   "  hackbench 0 senders, 1 receivers; schbench 0 message threads, 1 workers; tasks: how "
-			   "many exited;\n  sleeps: how often each went to sleep (mean); first_ms .. last_ms: when "
-			   "they exited\n  (virtual ms): the first, the 10th, 50th and 90th percentile, the last "
-			   "(time_ms, the\n  makespan, is the last task's)\n",
+			   "many exited;\n  sleeps, run_ms: how often each went to sleep, how long it ran (means); "
+			   "smt%%: the part of that\n  run time beside a busy SMT sibling; paired: tasks that ran "
+			   "so more than half the time;\n  first_ms .. last_ms: when they exited (virtual ms): the "
+			   "first, the 10th, 50th and 90th\n  percentile, the last (time_ms, the makespan, is the "
+			   "last task's)\n",
 			load_what);
 		return;
 	}

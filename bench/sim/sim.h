@@ -119,6 +119,7 @@ struct sim_task {
 	uint64_t work;        /* remaining work of the current burst, milli-ns at full speed */
 	uint64_t debt;        /* extra work for the next burst (refill penalty, decision cost) */
 	uint64_t exit_ns;     /* when it exited (virtual ns), 0 while it lives */
+	uint64_t run_ns, smt_ns; /* time it ran, and ran beside a busy SMT sibling */
 	uint64_t slice_start; /* when it last got the CPU, for preemption */
 	uint64_t cookie;      /* its core-scheduling cookie (the simulator's own copy) */
 	uint32_t group;       /* its NUMA group, 0 = none */
@@ -267,9 +268,10 @@ struct sim_result {
 	/* Exit times of roles 0 and 1 (hackbench: senders, receivers; schbench:
 	 * message threads, workers), virtual ns: [role][k], k = EXIT_TASKS (how
 	 * many exited), then the first, 10th, 50th, 90th percentile and last;
-	 * and how often their tasks went to sleep. */
+	 * how often their tasks went to sleep, how long they ran (all of them),
+	 * and beside a busy SMT sibling; how many ran so more than half the time. */
 	uint64_t exits[2][6];
-	uint64_t sleeps[2];
+	uint64_t sleeps[2], run_ns[2], smt_ns[2], paired[2];
 	uint64_t idle_core_misses; /* started beside a busy sibling while an idle core existed in the LLC */
 	uint64_t stack_llc;        /* queued behind another while a CPU of that LLC was idle
 				    * (a sync wakeup onto the sleeping waker's CPU is not) */
