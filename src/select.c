@@ -210,14 +210,15 @@ PLACE_INLINE bool busy_stays(const struct place *p, int this, int prev, bool syn
 PLACE_INLINE bool wake_affine(const struct place *p, const struct place_task_rec *wr,
 			      const struct place_task_rec *r, int this, int prev, uint64_t ts, uint64_t ps, bool sync)
 {
-	uint32_t this_nr = nr_running(p, this, ts), prev_nr;
+	uint32_t this_nr, prev_nr;
 
 	if (place__st_available(ts) && p->cpu[this].llc == p->cpu[prev].llc)
 		return !place__st_available(ps);
-	if (sync && this_nr == 1)
+	if (sync && nr_running(p, this, ts) == 1)
 		return !hub_stays(p, r, this, prev, ps);
 	if (place__st_available(ps))
 		return false;
+	this_nr = nr_running(p, this, ts);
 	if (busy_stays(p, this, prev, sync))
 		return false;
 	prev_nr = nr_running(p, prev, ps);
