@@ -214,6 +214,9 @@ PLACE_INLINE bool wake_affine(const struct place *p, const struct place_task_rec
 
 	if (place__st_available(ts) && p->cpu[this].llc == p->cpu[prev].llc)
 		return !place__st_available(ps);
+	/* the waker's count is read where a rule needs it: a relaxed load stays
+	 * even when unused, and wake_worker_unlock()'s PREV_IDLE path comes
+	 * here only to record the wakee (prev available: false below) */
 	if (sync && nr_running(p, this, ts) == 1)
 		return !hub_stays(p, r, this, prev, ps);
 	if (place__st_available(ps))
