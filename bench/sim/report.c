@@ -130,8 +130,9 @@ static void row_exits(FILE *f, int name_w, const struct sim_result *r, double vs
 			   " %8.3f %8.3f %8.3f %8.3f %8.3f%s\n",
 			r->load, name_w, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, role, q[EXIT_TASKS],
 			per(r->sleeps[role], q[EXIT_TASKS]), per(r->run_ns[role], q[EXIT_TASKS]) / 1e6,
-			100.0 * per(r->smt_ns[role], r->run_ns[role]), r->paired[role], (double)q[EXIT_FIRST] / 1e6, (double)q[EXIT_P10] / 1e6,
-			(double)q[EXIT_P50] / 1e6, (double)q[EXIT_P90] / 1e6, (double)q[EXIT_LAST] / 1e6,
+			100.0 * per(r->smt_ns[role], r->run_ns[role]), r->paired[role], (double)q[EXIT_FIRST] / 1e6,
+			(double)q[EXIT_P10] / 1e6, (double)q[EXIT_P50] / 1e6, (double)q[EXIT_P90] / 1e6,
+			(double)q[EXIT_LAST] / 1e6,
 			r->ok ? "" : "  (incomplete)");
 	}
 }
