@@ -270,8 +270,12 @@ enum place_policy {
  * wakeup: on a saturated machine one extra load. Honours t->cpus and
  * cookies; a task with a NUMA group (and PLACE_FEAT_NUMA, more than one
  * node) is widened within the target's node only, never off it: the
- * group's node is where it should run. No effect with
- * PLACE_POLICY_LINEAR (the kernel without idle masks) or a single LLC. */
+ * group's node is where it should run. With PLACE_RUNTIME_THIEVES it
+ * leaves a target whose running task is short (average run below
+ * short_task_ns) be: that task ends soon, and a thief takes t if it does
+ * not. Without thieves t would wait out the whole run, so it widens then
+ * too. No effect with PLACE_POLICY_LINEAR (the kernel without idle masks)
+ * or a single LLC. */
 #define PLACE_FEAT_WIDEN        (1u << 7)
 /* Cluster first (the kernel's SD_CLUSTER scan, v6.7): where a cache below
  * the LLC (an L2) or an hwloc Group ("Cluster", ARM) is shared by several
@@ -354,7 +358,8 @@ typedef struct place_config {
 /* Its idle workers steal tasks queued on busy CPUs (Tokio, Go, Rayon,
  * oneTBB): a task queued on a CPU starts when the first worker of the LLC
  * goes idle, not only when that CPU's running task ends. Set it only then:
- * PLACE_FEAT_HUB_QUEUE and PLACE_FEAT_BUSY_STAYS rely on it. */
+ * PLACE_FEAT_HUB_QUEUE, PLACE_FEAT_BUSY_STAYS and WIDEN's short-target
+ * rule rely on it. */
 #define PLACE_RUNTIME_THIEVES   (1u << 0)
 #define PLACE_RUNTIME_ALL       (0x1u)
 

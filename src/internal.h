@@ -459,6 +459,7 @@ struct place {
 	bool cluster;                 /* CLUSTER on and some CPU has a cluster span */
 	bool hub_queue;               /* HUB_QUEUE on and the runtime has thieves (select.c) */
 	bool busy_stays;              /* BUSY_STAYS on and the runtime has thieves (select.c) */
+	bool short_stays;             /* WIDEN leaves a short-running target be: thieves (widen.h) */
 	struct place_span *clu;       /* [nr_cpus] each CPU's cluster in its LLC */
 	int llc_words;                /* words of a mask of LLCs */
 	uint64_t *node_llcs;          /* [nr_nodes][words of nr_llcs] each node's LLCs (by

@@ -263,6 +263,37 @@ START_TEST(t_widen_recheck_throttled)
 }
 END_TEST
 
+/* LLC 0 full, prev (CPU 1) running a task whose average run is short, an
+ * idle core in the node's other LLC. With thieves (PLACE_RUNTIME_THIEVES)
+ * t stacks on prev: the short run ends soon, and a thief takes t if it
+ * does not. Without thieves nothing would: t widens to the idle core.
+ * Before, it stacked on prev in both. */
+START_TEST(t_widen_short_target_needs_thieves)
+{
+	for (int thieves = 0; thieves < 2; thieves++) {
+		place_config cfg;
+		struct env e;
+		int cpu;
+
+		place_config_init(&cfg);
+		cfg.policy = policies[_i];
+		cfg.runtime = thieves ? PLACE_RUNTIME_THIEVES : 0;
+		env_open_cfg(&e, TOPO_2N4L, &cfg, true);
+		place__rec(&e.task[32 + 1])->avg_run_ns = cfg.short_task_ns / 10; /* prev's task: short */
+		busy(&e, 0, 4);  /* LLC 0, and CPU 4: core {6,7} idle */
+		busy(&e, 8, 15); /* node 1 full */
+		cpu = env_wake(&e, env_task_on(&e, 0, 1), PLACE_CPU_NONE, 0);
+		if (thieves)
+			ck_assert_msg(cpu == 1, "%s with thieves: got %d, wanted prev 1", policy_name[_i], cpu);
+		else
+			ck_assert_msg(cpu == 6 || cpu == 7, "%s without thieves: got %d, wanted the idle core {6,7}",
+				      policy_name[_i], cpu);
+		ck_assert_uint_eq(env_stats(&e).hit_widened, !thieves);
+		env_close(&e);
+	}
+}
+END_TEST
+
 /* The topology: clusters where an L2 holds several cores of the LLC, none
  * where it holds one (x86-like) or the whole LLC. The hybrid fixture has
  * none: its P-cores have an L2 each under their L3, and the L2 that the
@@ -504,6 +535,7 @@ static Suite *widen_suite(void)
 	tcase_add_test(tc, t_widen_group_cpus_cookie);
 	tcase_add_test(tc, t_widen_saturated_is_cheap);
 	tcase_add_test(tc, t_widen_recheck_throttled);
+	tcase_add_loop_test(tc, t_widen_short_target_needs_thieves, 0, 2);
 	tcase_add_test(tc, t_cluster_topology);
 	tcase_add_loop_test(tc, t_cluster_first, 0, 2);
 	tcase_add_loop_test(tc, t_cluster_first_core, 0, 2);
