@@ -428,6 +428,8 @@ struct place {
 	place_clock_fn clock;
 	void *clock_arg;
 	uint64_t short_task_ns;
+	uint64_t widen_short_ns;      /* WIDEN leaves a target be whose task's average run is
+	                               * below this: short_task_ns with thieves, else 0 (widen.h) */
 	uint64_t util_period_ns;
 	uint64_t timed_run_ns;        /* every run of a task whose average is this long is
 	                               * timed (idle.c); read-only after create */
@@ -459,7 +461,6 @@ struct place {
 	bool cluster;                 /* CLUSTER on and some CPU has a cluster span */
 	bool hub_queue;               /* HUB_QUEUE on and the runtime has thieves (select.c) */
 	bool busy_stays;              /* BUSY_STAYS on and the runtime has thieves (select.c) */
-	bool short_stays;             /* WIDEN leaves a short-running target be: thieves (widen.h) */
 	struct place_span *clu;       /* [nr_cpus] each CPU's cluster in its LLC */
 	int llc_words;                /* words of a mask of LLCs */
 	uint64_t *node_llcs;          /* [nr_nodes][words of nr_llcs] each node's LLCs (by

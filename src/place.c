@@ -210,9 +210,9 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	p->clock = cfg->clock ? cfg->clock : clock_monotonic;
 	p->clock_arg = cfg->clock_arg;
 	p->short_task_ns = cfg->short_task_ns;
+	p->widen_short_ns = cfg->runtime & PLACE_RUNTIME_THIEVES ? cfg->short_task_ns : 0;
 	p->hub_queue = place__feat(p, PLACE_FEAT_HUB_QUEUE) && (cfg->runtime & PLACE_RUNTIME_THIEVES);
 	p->busy_stays = place__feat(p, PLACE_FEAT_BUSY_STAYS) && (cfg->runtime & PLACE_RUNTIME_THIEVES);
-	p->short_stays = cfg->runtime & PLACE_RUNTIME_THIEVES;
 	p->util_period_ns = cfg->util_period_ns;
 	/* and every run near the short-task threshold: its decision is exact */
 	p->timed_run_ns = cfg->short_task_ns / 2 < TIMED_RUN_NS ? cfg->short_task_ns / 2 : TIMED_RUN_NS;

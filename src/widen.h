@@ -149,7 +149,7 @@ static inline bool place__widen_elsewhere(const struct place *p, int l)
 
 /* Would WIDEN look beyond LLC l for a task that stacks on target: on, some
  * other LLC may have an idle CPU, and, where the runtime has thieves
- * (short_stays), target's running task is not known to be short (it ends
+ * (widen_short_ns), target's running task is not known to be short (it ends
  * within the kernel's migration cost, so waiting there is cheaper than a
  * cold cache elsewhere, and a thief takes the task if it does not).
  * Without thieves the task waits out target's whole run, and a task that
@@ -161,10 +161,8 @@ static inline bool place__widen_may(const struct place *p, int target, int l)
 
 	if (!p->widen || !place__widen_elsewhere(p, l))
 		return false;
-	if (!p->short_stays)
-		return true;
 	avg = place_load_64(&p->cpu[target].curr_avg_ns);
-	return !avg || avg >= p->short_task_ns;
+	return !avg || avg >= p->widen_short_ns;
 }
 
 /* The target's cluster, when the scan should try it first (CLUSTER on and
