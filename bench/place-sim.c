@@ -81,6 +81,9 @@ static const char usage[] =
 	"  --deep-idle-ns N --deep-wake-ns M   a worker parked N ns or more wakes M ns slower (off)\n"
 	"  --steal              idle workers steal nearest-first before parking (libplace is\n"
 	"                       told so: PLACE_RUNTIME_THIEVES)\n"
+	"  --kick               with --steal: a wakeup queued behind a running task wakes a\n"
+	"                       parked worker near it to steal it, as Tokio notifies one\n"
+	"                       (libplace: place_idle_near; lifo and random: their own pick)\n"
 	"  --max-time-ns N      stop a run at this virtual time\n"
 	"libplace:\n"
 	"  --numa-cooldown-ns N (10000000, 0 = none)  --numa-move-cap N (4)   place_config's NUMA knobs\n"
@@ -128,7 +131,7 @@ static int parse_loads(const char *s, int *out, int max)
 enum {
 	O_TOPOLOGY = 256, O_WORKLOAD, O_POLICIES, O_LOAD, O_FORMAT, O_SEED, O_NO_HOST_TIME, O_QUIET,
 	O_SUMMARY, O_SMT, O_WAKE, O_LLC_PEN, O_NODE_PEN, O_DECISION, O_PROBE, O_SLICE, O_JITTER,
-	O_STEAL, O_MAX_TIME, O_GROUPS, O_SENDERS, O_RECEIVERS, O_LOOPS, O_PIPE, O_SEND_NS, O_RECV_NS,
+	O_STEAL, O_KICK, O_MAX_TIME, O_GROUPS, O_SENDERS, O_RECEIVERS, O_LOOPS, O_PIPE, O_SEND_NS, O_RECV_NS,
 	O_MSG_THREADS, O_WORKERS, O_ROUNDS, O_WORK_NS, O_MSG_NS, O_PAIRS, O_HOPS, O_RUN_NS, O_THREADS,
 	O_ITERS, O_BURST_NS, O_RUNS, O_DEEP_IDLE, O_DEEP_WAKE, O_TENANTS, O_TN_TASKS, O_TN_ROUNDS,
 	O_TN_WORK, O_TN_SLEEP, O_GR_GROUPS, O_GR_TASKS, O_GR_TOKENS, O_GR_HOPS, O_GR_WORK, O_GR_XNODE, O_NUMA_COOL,
@@ -154,6 +157,7 @@ static const struct option long_opts[] = {
 	{ "slice-ns", required_argument, NULL, O_SLICE },
 	{ "jitter", required_argument, NULL, O_JITTER },
 	{ "steal", no_argument, NULL, O_STEAL },
+	{ "kick", no_argument, NULL, O_KICK },
 	{ "max-time-ns", required_argument, NULL, O_MAX_TIME },
 	{ "groups", required_argument, NULL, O_GROUPS },
 	{ "senders", required_argument, NULL, O_SENDERS },
@@ -308,6 +312,8 @@ static int apply_opt(struct opts *o, int opt, const char *arg)
 		o->summary = true;
 	else if (opt == O_STEAL)
 		o->prm.steal = true;
+	else if (opt == O_KICK)
+		o->prm.kick = true;
 	else
 		err = -EINVAL;
 	return err < 0 ? -EINVAL : 0;
@@ -491,7 +497,7 @@ static void describe(char *buf, size_t size, const struct opts *o, const struct 
 		 o->workload, place_topo_source(topo), m->nr_cpus, plural(m->nr_cpus), m->nr_cores,
 		 plural(m->nr_cores), m->nr_llcs, plural(m->nr_llcs), m->nr_nodes, plural(m->nr_nodes),
 		 p->smt_permille / 1000.0, p->wake_ns, deep, p->llc_penalty_ns, p->node_penalty_ns,
-		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, p->steal ? " steal" : "", p->seed,
+		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, p->steal ? (p->kick ? " steal kick" : " steal") : "", p->seed,
 		 runs);
 }
 

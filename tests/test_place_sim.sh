@@ -147,6 +147,27 @@ else
 	bad "tenants with stealing: did not finish in 120 s, or incomplete, or co-runs"
 fi
 
+# --kick: a wakeup that libplace stacks while workers are parked wakes one
+# (place_idle_near, claimed) and its claim is given back when it wakes; LIFO
+# never stacks with a worker parked, so it never kicks; without --steal (no
+# thieves to wake) --kick changes no byte.
+kicks() { # policy file: "kicks released ok" of that policy's JSON result
+	grep -A3 "\"policy\": \"$1\"" "$2" | grep -o '"ok": [a-z]*\|"kicks": [0-9]*\|"claims_released": [0-9]*' |
+		sed 's/.*: //' | tr '\n' ' '
+}
+sim --workload schbench --load 32 --rounds 20 --policies sis_core,lifo --steal --kick --format json >"$TMP/kick"
+sim --workload schbench --load 32 --rounds 20 --policies sis_core,lifo --steal --format json >"$TMP/nokick"
+sim --workload schbench --load 32 --rounds 20 --policies sis_core --kick >"$TMP/kick0"
+sim --workload schbench --load 32 --rounds 20 --policies sis_core >"$TMP/nokick0"
+# shellcheck disable=SC2046
+set -- $(kicks sis_core "$TMP/kick")
+if [ "$1" = true ] && [ "$2" -gt 0 ] && [ "$2" = "$3" ] && [ "$(kicks lifo "$TMP/kick")" = "true 0 0 " ] &&
+	[ "$(kicks sis_core "$TMP/nokick")" = "true 0 0 " ] && cmp -s "$TMP/kick0" "$TMP/nokick0"; then
+	ok "--kick: $2 thieves woken and released, none for lifo, none without --kick or --steal"
+else
+	bad "--kick: sis_core $(kicks sis_core "$TMP/kick"), lifo $(kicks lifo "$TMP/kick"), without $(kicks sis_core "$TMP/nokick")"
+fi
+
 # 1..8 doubles: 4 levels x 7 default policies + the header line.
 sim --workload pingpong --load 1..8 --format tsv >"$TMP/sweep"
 if [ "$(wc -l <"$TMP/sweep")" -eq 29 ] && [ "$(cut -f1 "$TMP/sweep" | sort -u | tr '\n' ' ')" = "1 2 4 8 load " ]; then

@@ -70,7 +70,7 @@ static void update_idle(struct sim *s, int c)
 {
 	const struct sim_cpu *cpu = &s->cpu[c];
 
-	set_idle(s, c, cpu->cur < 0 && cpu->qlen == 0);
+	set_idle(s, c, cpu->cur < 0 && cpu->qlen == 0 && !cpu->kicked);
 }
 
 /* ---- progress and SMT speed --------------------------------------------- */
@@ -456,10 +456,13 @@ static void charge_decision(struct sim *s, int waker)
 		s->task[s->cpu[waker].cur].debt += cost;
 }
 
+static void kick_thief(struct sim *s, int c, int waker);
+
 int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
 {
 	struct sim_cpu *cpu;
 	uint64_t t0 = 0;
+	bool stacked;
 	int c;
 
 	if (t->state != SIM_SLEEPING)
@@ -481,17 +484,41 @@ int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
 	cpu = &s->cpu[c];
 	/* A sync wakeup onto the waker's own CPU queues behind nobody: the
 	 * waker is about to sleep (unless others wait there too). */
-	if (!cpu->idle && !((flags & PLACE_WAKE_SYNC) && c == waker && cpu->qlen == 0)) {
-		if (s->llc_idle_cpus[s->m->llc[c]] > 0)
-			s->res.stack_llc++;
-		if (s->idle_cpus > 0)
-			s->res.stack_any++;
-	}
+	stacked = !cpu->idle && !((flags & PLACE_WAKE_SYNC) && c == waker && cpu->qlen == 0);
+	if (stacked && s->llc_idle_cpus[s->m->llc[c]] > 0)
+		s->res.stack_llc++;
+	if (stacked && s->idle_cpus > 0)
+		s->res.stack_any++;
 	t->woken = true;
 	t->wake_time = s->now;
 	t->waker_node = waker >= 0 ? s->m->node[waker] : -1;
 	deliver(s, c, t);
+	if (stacked && cpu->cur >= 0 && s->idle_cpus > 0 && s->prm->steal && s->prm->kick)
+		kick_thief(s, c, waker);
 	return 0;
+}
+
+/* --kick: a task waits on c behind a running one while workers are parked
+ * (the runtime's count of them, here the simulator's): wake one near c to
+ * steal, as a runtime with thieves notifies a parked worker when it queues
+ * work. Another decision, the waker's to pay. */
+static void kick_thief(struct sim *s, int c, int waker)
+{
+	int d = sim_pol_kick(&s->pol, c);
+
+	if (d == -EAGAIN)
+		return;
+	if (d < 0 || d >= s->m->nr_cpus || s->cpu[d].cur >= 0 || s->cpu[d].waking) {
+		fail(s, d < 0 ? d : -ERANGE);
+		return;
+	}
+	charge_decision(s, waker);
+	s->res.kicks++;
+	s->cpu[d].kicked = true;
+	s->cpu[d].waking = true;
+	update_idle(s, d);
+	if (sim_heap_push(&s->heap, s->now + wake_latency(s, d), SIM_EV_WAKE_DONE, d, 0) < 0)
+		fail(s, -ENOMEM);
 }
 
 /* Queue t on c, and wake c's worker if it is parked or forced idle. */
@@ -535,6 +562,13 @@ int sim_sleep_for(struct sim *s, struct sim_task *t, uint64_t base_ns)
 static void on_wake_done(struct sim *s, int c)
 {
 	s->cpu[c].waking = false;
+	if (s->cpu[c].kicked) { /* a thief: give back the claim, then steal or park */
+		int err = sim_pol_kicked(&s->pol, c);
+
+		s->cpu[c].kicked = false;
+		if (err < 0)
+			fail(s, err);
+	}
 	if (s->cpu[c].cur < 0)
 		start_next(s, c);
 }

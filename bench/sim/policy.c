@@ -247,6 +247,22 @@ static void idle_remove_ordered(struct sim_pol *pp, int cpu)
 	pp->pos[cpu] = -1;
 }
 
+/* A baseline's parked worker, taken off its idle list: LIFO the most
+ * recently parked, RANDOM any; -1 when none is parked. */
+static int baseline_pick(struct sim_pol *pp)
+{
+	int cpu;
+
+	if (!pp->nidle)
+		return -1;
+	if (pp->spec.kind == SIM_POL_LIFO)
+		cpu = pp->idle[pp->nidle - 1];
+	else
+		cpu = pp->idle[sim_rand_below(&pp->sim->pol_rng, (uint32_t)pp->nidle)];
+	idle_remove(pp, cpu);
+	return cpu;
+}
+
 static int baseline_fallback(const struct sim *s, const struct sim_task *t, int waker)
 {
 	if (waker >= 0)
@@ -265,18 +281,9 @@ int sim_pol_select(struct sim_pol *pp, struct sim_task *t, int waker, unsigned f
 		cpu = place_wakeup(pp->place, &t->pt, waker >= 0 ? pp->sim->m->os[waker] : PLACE_CPU_NONE,
 				   flags);
 		return cpu < 0 ? cpu : pp->sim->m->dense[cpu];
-	case SIM_POL_LIFO:
-		if (!pp->nidle)
-			return baseline_fallback(pp->sim, t, waker);
-		cpu = pp->idle[pp->nidle - 1];
-		idle_remove(pp, cpu);
-		return cpu;
 	default:
-		if (!pp->nidle)
-			return baseline_fallback(pp->sim, t, waker);
-		cpu = pp->idle[sim_rand_below(&pp->sim->pol_rng, (uint32_t)pp->nidle)];
-		idle_remove(pp, cpu);
-		return cpu;
+		cpu = baseline_pick(pp);
+		return cpu < 0 ? baseline_fallback(pp->sim, t, waker) : cpu;
 	}
 }
 
@@ -323,6 +330,29 @@ int sim_pol_run_end(struct sim_pol *pp, int cpu, struct sim_task *t, unsigned ho
 	for (int i = 0; i < n && i < max; i++)
 		retry[i] = m->dense[retry[i]];
 	return n < max ? n : max;
+}
+
+/* The baselines wake a thief as they wake a worker for a task: LIFO the
+ * most recently parked one, RANDOM any (they stack only with none parked,
+ * so this is for symmetry). */
+int sim_pol_kick(struct sim_pol *pp, int cpu)
+{
+	const struct sim_machine *m = pp->sim->m;
+	int d;
+
+	if (pp->spec.kind == SIM_POL_PLACE) {
+		d = place_idle_near(pp->place, m->os[cpu], 0);
+		return d < 0 ? d : m->dense[d];
+	}
+	d = baseline_pick(pp);
+	return d < 0 ? -EAGAIN : d;
+}
+
+int sim_pol_kicked(struct sim_pol *pp, int cpu)
+{
+	if (pp->spec.kind != SIM_POL_PLACE)
+		return 0;
+	return place_claim_release(pp->place, pp->sim->m->os[cpu]);
 }
 
 void sim_pol_stats(const struct sim_pol *pp, place_stats *out)

@@ -193,10 +193,10 @@ static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
 		   ", \"p99\": %" PRIu64 ", \"p999\": %" PRIu64 ", \"max\": %" PRIu64 "}, \"util\": %.4f"
 		   ", \"runs\": %" PRIu64 ", \"idle_core_misses\": %" PRIu64 ",\n   \"stack_llc\": %" PRIu64
 		   ", \"stack_any\": %" PRIu64 ", \"cross_llc\": %" PRIu64 ", \"cross_node\": %" PRIu64
-		   ", \"wakeups\": %" PRIu64 ", \"steals\": %" PRIu64 ",\n",
+		   ", \"wakeups\": %" PRIu64 ", \"steals\": %" PRIu64 ", \"kicks\": %" PRIu64 ",\n",
 		r->ok ? "true" : "false", r->makespan_ns, r->units, throughput(r), vs, r->lat_p50,
 		r->lat_p99, r->lat_p999, r->lat_max, r->util, r->run_starts, r->idle_core_misses,
-		r->stack_llc, r->stack_any, r->cross_llc, r->cross_node, r->wakeups, r->steals);
+		r->stack_llc, r->stack_any, r->cross_llc, r->cross_node, r->wakeups, r->steals, r->kicks);
 	fprintf(f, "   \"place\": {\"wakeups\": %" PRIu64 ", \"affine\": %" PRIu64 ", \"hit_target\": %" PRIu64
 		   ", \"hit_prev\": %" PRIu64 ", \"hit_recent\": %" PRIu64 ", \"hit_idle_core\": %" PRIu64
 		   ", \"hit_idle_cpu\": %" PRIu64 ", \"hit_sibling\": %" PRIu64 ", \"hit_fallback\": %" PRIu64

@@ -137,8 +137,9 @@ struct sim_cpu {
 	int qhead, qtail; /* FIFO of queued task ids, -1 when empty */
 	int qlen;
 	bool waking;      /* its parked worker is being woken (wakeup latency) */
-	bool idle;        /* no task running or queued */
+	bool idle;        /* no task running or queued, not woken to steal */
 	bool forced;      /* forced idle: tasks queued, none admitted (place_run_begin -EBUSY) */
+	bool kicked;      /* waking to steal, no task delivered (--kick): its claim to release */
 	uint64_t cookie;  /* cookie of cur */
 	uint64_t forced_since;
 	unsigned gen;     /* invalidates a stale SIM_EV_BURST_END */
@@ -196,6 +197,11 @@ int sim_pol_run_refused(struct sim_pol *pp, int cpu, struct sim_task *t);
 int sim_pol_run_end(struct sim_pol *pp, int cpu, struct sim_task *t, unsigned how, int *retry, int max);
 /* libplace's counters (zeros for the baselines). */
 void sim_pol_stats(const struct sim_pol *pp, place_stats *out);
+/* A parked worker near cpu to wake as a thief, its CPU spoken for (libplace:
+ * place_idle_near, claimed; the baselines: their own pick from their idle
+ * list), -EAGAIN none; sim_pol_kicked() when it wakes (the claim given back). */
+int sim_pol_kick(struct sim_pol *pp, int cpu);
+int sim_pol_kicked(struct sim_pol *pp, int cpu);
 
 /* ------------------------------------------------------------------------ */
 /* Parameters                                                                */
@@ -219,6 +225,8 @@ struct sim_params {
 	uint64_t max_time_ns;      /* stop a run at this virtual time (0 = none) */
 	unsigned jitter_pct;       /* +- random spread of burst lengths */
 	bool steal;                /* an idle worker steals nearest-first before parking */
+	bool kick;                 /* with steal: a wakeup queued behind a running task wakes a
+	                            * parked worker near it to steal (sim_pol_kick) */
 	uint64_t seed;
 	/* Workloads (enabled[] says which run together). */
 	bool enabled[SIM_WL_NR];
@@ -278,6 +286,7 @@ struct sim_result {
 	uint64_t stack_any;        /* ... while any CPU of the machine was idle */
 	uint64_t cross_llc, cross_node;
 	uint64_t steals;
+	uint64_t kicks;            /* parked workers woken to steal (--kick) */
 	/* Core scheduling, as the simulator sees it (not libplace's counters). */
 	uint64_t refusals;         /* place_run_begin -EBUSY */
 	uint64_t forced_ns;        /* CPU time forced idle: tasks queued, none admitted */
