@@ -266,8 +266,13 @@ enum place_policy {
  * when the runtime's thieves already pull work across LLCs. Bounded: it
  * visits only LLCs whose idle mask may be non-empty (a per-instance
  * summary, one bit per LLC, kept on the idle edges only when a mask bit
- * changes from clear to set) and at most 8 mask bits (one core each) per
- * wakeup: on a saturated machine one extra load. Honours t->cpus and
+ * changes from clear to set) and, where the runtime has thieves
+ * (PLACE_RUNTIME_THIEVES), at most 8 mask bits (one core each) per pass:
+ * on a saturated machine one extra load. Without thieves the idle-CPU
+ * pass visits every bit its summary points to, since a t stacked while a
+ * CPU is idle would wait out a whole run: a stale bit costs one core's
+ * probes once and is cleared, so the cost stays bounded by the idle
+ * entries that set the bits (whole cores: 8 bits always). Honours t->cpus and
  * cookies; a task with a NUMA group (and PLACE_FEAT_NUMA, more than one
  * node) is widened within the target's node only, never off it: the
  * group's node is where it should run. With PLACE_RUNTIME_THIEVES it
@@ -359,7 +364,7 @@ typedef struct place_config {
  * oneTBB): a task queued on a CPU starts when the first worker of the LLC
  * goes idle, not only when that CPU's running task ends. Set it only then:
  * PLACE_FEAT_HUB_QUEUE, PLACE_FEAT_BUSY_STAYS and WIDEN's short-target
- * rule rely on it. */
+ * rule and search budget rely on it. */
 #define PLACE_RUNTIME_THIEVES   (1u << 0)
 #define PLACE_RUNTIME_ALL       (0x1u)
 
@@ -967,7 +972,8 @@ PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max);
  * PLACE_FEAT_CLUSTER), the rest of its LLC, its NUMA node, the machine;
  * cpu itself never. Inside cpu's LLC every candidate of the idle mask is
  * looked at; beyond it, only LLCs whose mask may hold an idle CPU, at most
- * 8 candidates in all (see PLACE_FEAT_WIDEN, which does not switch this
+ * 8 candidates in all with PLACE_RUNTIME_THIEVES, every one without (the
+ * budget of PLACE_FEAT_WIDEN's idle-CPU pass, which does not switch this
  * call off). Returns the OS CPU, claimed like a wakeup's answer (no wakeup
  * gets it, it is not idle for anyone) unless flags has PLACE_WAKE_NOCLAIM
  * (answer only) or CLAIM is off.

@@ -430,6 +430,8 @@ struct place {
 	uint64_t short_task_ns;
 	uint64_t widen_short_ns;      /* WIDEN leaves a target be whose task's average run is
 	                               * below this: short_task_ns with thieves, else 0 (widen.h) */
+	int widen_budget;             /* mask bits WIDEN's idle-CPU pass visits: PLACE_WIDEN_BUDGET
+	                               * with thieves, else all (INT_MAX; widen.c) */
 	uint64_t util_period_ns;
 	uint64_t timed_run_ns;        /* every run of a task whose average is this long is
 	                               * timed (idle.c); read-only after create */

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -211,6 +212,7 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 	p->clock_arg = cfg->clock_arg;
 	p->short_task_ns = cfg->short_task_ns;
 	p->widen_short_ns = cfg->runtime & PLACE_RUNTIME_THIEVES ? cfg->short_task_ns : 0;
+	p->widen_budget = cfg->runtime & PLACE_RUNTIME_THIEVES ? PLACE_WIDEN_BUDGET : INT_MAX;
 	p->hub_queue = place__feat(p, PLACE_FEAT_HUB_QUEUE) && (cfg->runtime & PLACE_RUNTIME_THIEVES);
 	p->busy_stays = place__feat(p, PLACE_FEAT_BUSY_STAYS) && (cfg->runtime & PLACE_RUNTIME_THIEVES);
 	p->util_period_ns = cfg->util_period_ns;

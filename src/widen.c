@@ -317,12 +317,13 @@ PLACE_INLINE int hunt_ring(struct place_hunt *h, const struct place_cpu_map *tm,
 }
 
 /* A pass over the LLCs in order, at most PLACE_WIDEN_LLCS, with a fresh
- * budget: found, or not. */
+ * budget (widen.h: the whole-core pass's, the idle-CPU pass's): found, or
+ * not. */
 PLACE_INLINE bool hunt_rings(struct place_hunt *h, const struct place_cpu_map *tm, bool node_only, bool whole)
 {
 	int seen = 0, r;
 
-	h->budget = PLACE_WIDEN_BUDGET;
+	h->budget = whole ? PLACE_WIDEN_BUDGET : h->p->widen_budget;
 	r = hunt_ring(h, tm, false, whole, &seen);
 	return r < 0 || (r > 0 && !node_only && hunt_ring(h, tm, true, whole, &seen) < 0);
 }

@@ -48,7 +48,15 @@ struct place_hunt {
 
 /* Mask bits a search beyond the target's LLC visits at most (each costs
  * the probes of one core), looking for a whole idle core, then again for
- * an idle CPU: the bound when the summary's hints are stale. */
+ * an idle CPU: the bound when the summary's hints are stale. The idle-CPU
+ * pass has it only where the runtime has thieves (p->widen_budget), which
+ * take a task stacked while a CPU is idle. Without thieves that task waits
+ * out a whole run, so the pass visits every bit: a stale one costs a core's
+ * probes once and is cleared (hunt_core's repair), so the extra probes over
+ * a run are bounded by the idle entries that set bits. On the Zen3 model at
+ * 2x without stealing, 169 bits were set for 2 idle CPUs beyond the target's
+ * LLC; the budget ran out first and the wakee stacked. The whole-core pass
+ * keeps the bound: a core it passes over may hold an idle CPU, not cleared. */
 #define PLACE_WIDEN_BUDGET 8
 /* LLCs a search beyond the target's visits at most (nearest first). */
 #define PLACE_WIDEN_LLCS 64

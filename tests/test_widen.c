@@ -294,6 +294,37 @@ START_TEST(t_widen_short_target_needs_thieves)
 }
 END_TEST
 
+/* Every CPU busy, their mask bits stale (run_begin leaves them), then one
+ * idle CPU in the last LLC: 8 stale bits lie before it in WIDEN's order
+ * (LLCs 1 and 2). With thieves the idle-CPU pass stops after 8 bits and t
+ * stacks on prev (a thief will take it); without thieves it visits every
+ * bit, repairing the stale ones, and takes the idle CPU. Before, it stacked
+ * in both. No SMT: no whole-core pass. */
+START_TEST(t_widen_budget_needs_thieves)
+{
+	for (int thieves = 0; thieves < 2; thieves++) {
+		place_config cfg;
+		struct env e;
+		int cpu;
+
+		place_config_init(&cfg);
+		cfg.policy = policies[_i];
+		cfg.runtime = thieves ? PLACE_RUNTIME_THIEVES : 0;
+		env_open_cfg(&e, "synthetic:pack:1 l3:4 core:4 pu:1", &cfg, true);
+		busy(&e, 0, 15);
+		ck_assert_int_eq(place_run_end(e.p, 15, &e.task[32 + 15], PLACE_RUN_SLEEP), 0);
+		ck_assert_int_eq(place_idle_enter(e.p, 15), 0);
+		cpu = env_wake(&e, env_task_on(&e, 0, 1), PLACE_CPU_NONE, 0);
+		if (thieves && policies[_i] == PLACE_POLICY_SIS_CORE)
+			ck_assert_msg(cpu == 1, "%s with thieves: got %d, wanted prev 1", policy_name[_i], cpu);
+		else /* EXACT's masks hold no stale bit: the budget is never spent */
+			ck_assert_msg(cpu == 15, "%s, thieves %d: got %d, wanted the idle CPU 15", policy_name[_i],
+				      thieves, cpu);
+		env_close(&e);
+	}
+}
+END_TEST
+
 /* The topology: clusters where an L2 holds several cores of the LLC, none
  * where it holds one (x86-like) or the whole LLC. The hybrid fixture has
  * none: its P-cores have an L2 each under their L3, and the L2 that the
@@ -536,6 +567,7 @@ static Suite *widen_suite(void)
 	tcase_add_test(tc, t_widen_saturated_is_cheap);
 	tcase_add_test(tc, t_widen_recheck_throttled);
 	tcase_add_loop_test(tc, t_widen_short_target_needs_thieves, 0, 2);
+	tcase_add_loop_test(tc, t_widen_budget_needs_thieves, 0, 2);
 	tcase_add_test(tc, t_cluster_topology);
 	tcase_add_loop_test(tc, t_cluster_first, 0, 2);
 	tcase_add_loop_test(tc, t_cluster_first_core, 0, 2);
