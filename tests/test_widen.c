@@ -263,6 +263,16 @@ START_TEST(t_widen_recheck_throttled)
 }
 END_TEST
 
+/* An instance of policy on topo (cfg: its config) whose runtime has
+ * thieves (PLACE_RUNTIME_THIEVES) or not. */
+static void open_thieves(struct env *e, const char *topo, int policy, bool thieves, place_config *cfg)
+{
+	place_config_init(cfg);
+	cfg->policy = policy;
+	cfg->runtime = thieves ? PLACE_RUNTIME_THIEVES : 0;
+	env_open_cfg(e, topo, cfg, true);
+}
+
 /* LLC 0 full, prev (CPU 1) running a task whose average run is short, an
  * idle core in the node's other LLC. With thieves (PLACE_RUNTIME_THIEVES)
  * t stacks on prev: the short run ends soon, and a thief takes t if it
@@ -275,10 +285,7 @@ START_TEST(t_widen_short_target_needs_thieves)
 		struct env e;
 		int cpu;
 
-		place_config_init(&cfg);
-		cfg.policy = policies[_i];
-		cfg.runtime = thieves ? PLACE_RUNTIME_THIEVES : 0;
-		env_open_cfg(&e, TOPO_2N4L, &cfg, true);
+		open_thieves(&e, TOPO_2N4L, policies[_i], thieves, &cfg);
 		place__rec(&e.task[32 + 1])->avg_run_ns = cfg.short_task_ns / 10; /* prev's task: short */
 		busy(&e, 0, 4);  /* LLC 0, and CPU 4: core {6,7} idle */
 		busy(&e, 8, 15); /* node 1 full */
@@ -307,10 +314,7 @@ START_TEST(t_widen_budget_needs_thieves)
 		struct env e;
 		int cpu;
 
-		place_config_init(&cfg);
-		cfg.policy = policies[_i];
-		cfg.runtime = thieves ? PLACE_RUNTIME_THIEVES : 0;
-		env_open_cfg(&e, "synthetic:pack:1 l3:4 core:4 pu:1", &cfg, true);
+		open_thieves(&e, "synthetic:pack:1 l3:4 core:4 pu:1", policies[_i], thieves, &cfg);
 		busy(&e, 0, 15);
 		ck_assert_int_eq(place_run_end(e.p, 15, &e.task[32 + 15], PLACE_RUN_SLEEP), 0);
 		ck_assert_int_eq(place_idle_enter(e.p, 15), 0);
