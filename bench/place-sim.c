@@ -483,6 +483,7 @@ static void describe(char *buf, size_t size, const struct opts *o, const struct 
 		     const place_topo *topo)
 {
 	const struct sim_params *p = &o->prm;
+	const char *steal = !p->steal ? "" : p->kick ? " steal kick" : " steal";
 	char runs[48] = "", deep[64] = "";
 
 	if (p->deep_idle_ns)
@@ -497,8 +498,7 @@ static void describe(char *buf, size_t size, const struct opts *o, const struct 
 		 o->workload, place_topo_source(topo), m->nr_cpus, plural(m->nr_cpus), m->nr_cores,
 		 plural(m->nr_cores), m->nr_llcs, plural(m->nr_llcs), m->nr_nodes, plural(m->nr_nodes),
 		 p->smt_permille / 1000.0, p->wake_ns, deep, p->llc_penalty_ns, p->node_penalty_ns,
-		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, p->steal ? (p->kick ? " steal kick" : " steal") : "", p->seed,
-		 runs);
+		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, steal, p->seed, runs);
 }
 
 static int cmp_makespan(const void *a, const void *b)

@@ -493,7 +493,7 @@ int sim_wake(struct sim *s, struct sim_task *t, int waker, unsigned flags)
 	t->wake_time = s->now;
 	t->waker_node = waker >= 0 ? s->m->node[waker] : -1;
 	deliver(s, c, t);
-	if (stacked && cpu->cur >= 0 && s->idle_cpus > 0 && s->prm->steal && s->prm->kick)
+	if (s->prm->kick && s->prm->steal && stacked && cpu->cur >= 0 && s->idle_cpus > 0)
 		kick_thief(s, c, waker);
 	return 0;
 }
