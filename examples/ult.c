@@ -601,6 +601,17 @@ static int start(ult_rt *rt, const struct ult_config *cfg)
 	return err;
 }
 
+/* Idle workers steal from other pools (take()), so libplace may queue
+ * a wakeup behind a busy worker and bound its search beyond the LLC. */
+static int create_place(ult_rt *rt)
+{
+	place_config cfg;
+
+	place_config_init(&cfg);
+	cfg.runtime = PLACE_RUNTIME_THIEVES;
+	return place_create(&rt->place, rt->topo, &cfg);
+}
+
 int ult_rt_create(ult_rt **out, const struct ult_config *cfg)
 {
 	static const struct ult_config defaults;
@@ -626,7 +637,7 @@ int ult_rt_create(ult_rt **out, const struct ult_config *cfg)
 	rt->widx = calloc((size_t)place_topo_cpu_limit(rt->topo), sizeof(int));
 	err = !rt->w || !rt->lifo || !rt->widx ? -ENOMEM : 0;
 	if (!err && cfg->mode == ULT_MODE_PLACE)
-		err = place_create(&rt->place, rt->topo, NULL);
+		err = create_place(rt);
 	if (!err)
 		err = start(rt, cfg);
 	if (err) {
