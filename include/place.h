@@ -989,6 +989,22 @@ PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max);
  * thread; lock-free, allocation-free (one RCU read-side section). */
 PLACE_EXTERN int place_idle_near(place *p, int cpu, unsigned flags);
 
+/* Whether the worker of cpu may steal t (queued on another CPU) and run it
+ * now. The kernel's can_migrate_task() for a thief: t's cpu_set_t allows cpu,
+ * and (COOKIES) cpu's core runs nothing or tasks of t's cookie and does
+ * not drain for another cookie. Ask before taking t: a task that cpu's
+ * place_run_begin would refuse stays where it waits, for a thief whose core
+ * fits, rather than being taken, refused and placed again
+ * (place_run_refused) while the thief parks. A hint read without a lock,
+ * so place_run_begin still decides (a sibling may start another cookie in
+ * between). Returns 0 when t may go to cpu; -EPERM t's cpu_set_t excludes
+ * cpu; -EBUSY cpu's core runs another cookie or drains; -EINVAL p NULL, t
+ * NULL or not initialised; -ENODEV cpu not usable, or not in the current
+ * topology (place_set_topology: its worker drains its own tasks and takes
+ * no other); -ENOENT no worker on cpu. Any thread; reads only (a few
+ * relaxed loads). */
+PLACE_EXTERN int place_steal_check(const place *p, int cpu, const place_task *t);
+
 /* ------------------------------------------------------------------------ */
 /* Statistics                                                                */
 

@@ -104,6 +104,17 @@ static inline bool place__cookie_runs_fit(const struct place *p, int cpu, uint64
 	return !occ[PLACE_OCC_COUNT] || occ[PLACE_OCC_COOKIE] == cookie;
 }
 
+/* May a thief on cpu start a task with cookie now: nothing runs on its
+ * core, or that cookie runs there and the core does not drain for another
+ * (run_begin's test without its turn, as a hint: run_begin decides). */
+static inline bool place__cookie_steal_fits(const struct place *p, int cpu, uint64_t cookie)
+{
+	uint64_t occ[2];
+
+	place_load_64_2(place__occ(p, cpu), occ);
+	return !occ[PLACE_OCC_COUNT] || (occ[PLACE_OCC_COOKIE] == cookie && !(occ[PLACE_OCC_COUNT] & PLACE_OCC_DRAIN));
+}
+
 /*
  * Wakeup hint, COOKIES on: may a task with this cookie go to cpu's core
  * now? Yes when what runs there and what waits there fit: nothing runs or

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
+#include "cookie.h"
 #include "internal.h"
 
 enum steal_ring { RING_CORE, RING_LLC, RING_NODE, RING_PACKAGE, RING_REST, NR_RINGS };
@@ -71,4 +72,24 @@ PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max)
 		}
 	}
 	return n;
+}
+
+/* The kernel's can_migrate_task() for one thief, from hints: a task its
+ * core would refuse stays where it waits, for a thief whose core fits. */
+PLACE_EXTERN int place_steal_check(const place *p, int cpu, const place_task *t)
+{
+	const struct place_task_rec *r = place__task_rec(t);
+	int d = place__worker_cpu(p, cpu);
+
+	if (d < 0)
+		return d;
+	if (!r)
+		return -EINVAL;
+	if (!place__st_usable(place_load_64(&p->cpu[d].state)))
+		return -ENODEV; /* left the topology: its worker drains, takes nothing */
+	if (!place__allowed(p, t, d))
+		return -EPERM;
+	if (place__cookie_on(p, d) && !place__cookie_steal_fits(p, d, place_load_64(&r->cookie)))
+		return -EBUSY;
+	return 0;
 }

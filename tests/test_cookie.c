@@ -236,6 +236,7 @@ START_TEST(t_one_cpu_core_admits_every_cookie)
 	ck_assert(place__cookie_waiting(e.p, queued));
 	ck_assert_msg(place__cookie_admits(e.p, queued, 9), "%s: CPU %d refuses cookie 9",
 		      policy_name[_i], queued);
+	ck_assert_int_eq(place_steal_check(e.p, queued, &e.task[5]), 0); /* a thief's core of one */
 	env_wake(&e, task_c(&e, 6, 9, queued), PLACE_CPU_NONE, 0);
 	ck_assert_uint_eq(env_stats(&e).cookie_fallbacks, 0);
 	env_close(&e);
@@ -383,6 +384,7 @@ START_TEST(t_feature_off)
 	env_open(&e, topos[_i], PLACE_POLICY_SIS_CORE, FEAT_NO_COOKIES, true);
 	env_run(&e, 0, task_c(&e, 0, 5, -1));
 	ck_assert_int_eq(env_wake(&e, task_c(&e, 1, 7, 1), PLACE_CPU_NONE, 0), 1);
+	ck_assert_int_eq(place_steal_check(e.p, 1, task_c(&e, 2, 7, -1)), 0);
 	env_run(&e, 1, &e.task[1]);
 	ASSERT_OCC(&e, 0, 0, 0);
 	st = env_stats(&e);
@@ -608,6 +610,7 @@ START_TEST(t_turn_drains_core)
 	ck_assert_int_eq(place_run_end(e.p, 0, a, PLACE_RUN_SLEEP), 0);
 	ck_assert_int_eq(place_run_begin(e.p, 0, a), -EBUSY); /* B's turn: the core drains */
 	ck_assert_int_eq(place_run_begin(e.p, 3, a3), -EBUSY);
+	ck_assert_int_eq(place_steal_check(e.p, 3, a3), -EBUSY); /* draining: no thief of 5 either */
 	st = env_stats(&e);
 	ck_assert_uint_eq(st.cookie_turns, 1);
 	ck_assert_uint_eq(st.cookie_refusals, 3);
@@ -620,6 +623,32 @@ START_TEST(t_turn_drains_core)
 	env_run(&e, 1, b);
 	ASSERT_OCC(&e, 1, 6, 1);
 	ck_assert_int_eq(place_run_begin(e.p, 0, a), -EBUSY); /* now cookie 5 waits */
+	env_close(&e);
+}
+END_TEST
+
+/* place_steal_check, a thief's question: a sibling of the thief running
+ * another cookie says no (-EBUSY), one running the task's cookie yes, and
+ * another core yes; with the other cookie gone, yes. The check is a read:
+ * nothing is refused or counted. */
+START_TEST(t_steal_check)
+{
+	struct env e;
+	place_task *a, *a2, *b;
+	int other = smt_of[_i]; /* the first CPU of core 1 */
+
+	env_open(&e, topos[_i], PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	a = task_c(&e, 0, 5, -1);
+	a2 = task_c(&e, 1, 5, -1);
+	b = task_c(&e, 2, 6, -1);
+	env_run(&e, 0, a);
+	ck_assert_int_eq(place_steal_check(e.p, 1, b), -EBUSY);
+	ck_assert_int_eq(place_steal_check(e.p, 1, a2), 0);
+	ck_assert_int_eq(place_steal_check(e.p, other, b), 0);
+	ck_assert_uint_eq(env_stats(&e).cookie_refusals, 0);
+	ASSERT_OCC(&e, 0, 5, 1);
+	ck_assert_int_eq(place_run_end(e.p, 0, a, PLACE_RUN_SLEEP), 0);
+	ck_assert_int_eq(place_steal_check(e.p, 1, b), 0);
 	env_close(&e);
 }
 END_TEST
@@ -670,6 +699,7 @@ static Suite *cookie_suite(void)
 	tcase_add_test(tc, t_retry_smt4);
 	tcase_add_loop_test(tc, t_queued_work_counts, 0, 3);
 	tcase_add_loop_test(tc, t_refused_replaced, 0, 3);
+	tcase_add_loop_test(tc, t_steal_check, 0, 2);
 	tcase_add_test(tc, t_turn_drains_core);
 	tcase_add_test(tc, t_bad_input);
 	suite_add_tcase(s, tc);

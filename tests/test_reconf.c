@@ -146,6 +146,8 @@ START_TEST(t_removed_cpu_drains)
 	/* the other claim is given up from anywhere */
 	ck_assert_int_eq(place_claim_release(e.p, 22), 0);
 	ck_assert_int_eq(place_steal_order(e.p, 20, order, NCPU), 16); /* the online ones */
+	ck_assert_int_eq(place_steal_check(e.p, 20, u), -ENODEV); /* it drains, takes nothing */
+	ck_assert_int_eq(place_steal_check(e.p, 0, u), 0);
 	n = place_steal_order(e.p, 0, order, NCPU);
 	ck_assert_int_eq(n, 15);
 	for (int i = 0; i < n; i++)

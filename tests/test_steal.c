@@ -3,7 +3,9 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#define _GNU_SOURCE /* CPU_SET_S */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "place.h"
@@ -154,6 +156,40 @@ START_TEST(bad_arguments)
 }
 END_TEST
 
+/* place_steal_check: t's cpu_set_t decides where a thief may take it;
+ * bad arguments are named; a CPU without a worker steals nothing. */
+START_TEST(steal_check_cpus_and_arguments)
+{
+	struct fixture f;
+	size_t size = CPU_ALLOC_SIZE(16);
+	cpu_set_t *set = CPU_ALLOC(16);
+	place_task t, junk;
+
+	ck_assert_ptr_nonnull(set);
+	open_all(&f, TOPO_2P);
+	place_task_init(&t, 0, 0);
+	memset(&junk, 0xa5, sizeof(junk));
+	for (int cpu = 0; cpu < 16; cpu++)
+		ck_assert_int_eq(place_steal_check(f.p, cpu, &t), 0); /* no cpu_set_t: anywhere */
+	CPU_ZERO_S(size, set);
+	CPU_SET_S(4, size, set);
+	CPU_SET_S(9, size, set);
+	ck_assert_int_eq(place_task_set_cpus(&t, set, size), 0);
+	for (int cpu = 0; cpu < 16; cpu++)
+		ck_assert_int_eq(place_steal_check(f.p, cpu, &t), cpu == 4 || cpu == 9 ? 0 : -EPERM);
+	ck_assert_int_eq(place_steal_check(NULL, 4, &t), -EINVAL);
+	ck_assert_int_eq(place_steal_check(f.p, 4, NULL), -EINVAL);
+	ck_assert_int_eq(place_steal_check(f.p, 4, &junk), -EINVAL);
+	ck_assert_int_eq(place_steal_check(f.p, 16, &t), -ENODEV);
+	ck_assert_int_eq(place_steal_check(f.p, -1, &t), -ENODEV);
+	ck_assert_int_eq(place_worker_unregister(f.p, 9), 0);
+	ck_assert_int_eq(place_steal_check(f.p, 9, &t), -ENOENT);
+	ck_assert_int_eq(place_steal_check(f.p, 4, &t), 0); /* still usable */
+	close_all(&f);
+	CPU_FREE(set);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("steal");
@@ -165,6 +201,7 @@ int main(void)
 	tcase_add_test(tc, truncates_and_counts);
 	tcase_add_test(tc, zen3_permutation_and_spread);
 	tcase_add_test(tc, bad_arguments);
+	tcase_add_test(tc, steal_check_cpus_and_arguments);
 	suite_add_tcase(s, tc);
 	return place_test_run(s);
 }

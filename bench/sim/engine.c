@@ -425,6 +425,10 @@ static bool try_steal(struct sim *s, int c)
 		 * wait for a cookie to leave that core. */
 		if (s->cpu[v].qlen == 0 || (s->cpu[v].cur < 0 && !s->cpu[v].forced))
 			continue;
+		/* the head only, as a deque's thief: a head that c's core would
+		 * refuse stays for another thief (place_steal_check) */
+		if (sim_pol_steal_check(&s->pol, c, &s->task[s->cpu[v].qhead]))
+			continue;
 		t = rq_pop(s, v);
 		update_idle(s, v);
 		rq_push(s, c, t);

@@ -309,6 +309,13 @@ int sim_pol_run_begin(struct sim_pol *pp, int cpu, struct sim_task *t)
 	return 0;
 }
 
+int sim_pol_steal_check(struct sim_pol *pp, int cpu, struct sim_task *t)
+{
+	if (pp->spec.kind != SIM_POL_PLACE)
+		return 0; /* the baselines refuse nothing */
+	return place_steal_check(pp->place, pp->sim->m->os[cpu], &t->pt);
+}
+
 int sim_pol_run_refused(struct sim_pol *pp, int cpu, struct sim_task *t)
 {
 	int dst;

@@ -188,6 +188,8 @@ void sim_pol_fini(struct sim_pol *pp);
 int sim_pol_select(struct sim_pol *pp, struct sim_task *t, int waker, unsigned flags);
 int sim_pol_idle_enter(struct sim_pol *pp, int cpu);
 int sim_pol_run_begin(struct sim_pol *pp, int cpu, struct sim_task *t);
+/* May cpu's thief take t (place_steal_check): 0, or why not. */
+int sim_pol_steal_check(struct sim_pol *pp, int cpu, struct sim_task *t);
 /* run_begin refused t on cpu: where t waits instead (place_run_refused),
  * cpu itself when nothing fits better. */
 int sim_pol_run_refused(struct sim_pol *pp, int cpu, struct sim_task *t);
