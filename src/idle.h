@@ -24,6 +24,23 @@ static inline uint64_t place__state(const struct place *p, int cpu)
 	return place_load_64(&p->cpu[cpu].state);
 }
 
+/*
+ * May a CPU of cpu's core be available, by its LLC's idle mask? A CPU that
+ * becomes available leaves a bit of its core set (idle_publish; repair,
+ * withdraw and a claim's unpublish clear a core's bits only with none of
+ * its CPUs available), so a core without one has none but for a
+ * publication in flight, a moment a probe could miss as well. One load of
+ * the LLC's mask line, which stays shared while nothing goes idle, in
+ * place of the CPUs' own lines, which every run edge writes: the wakeup
+ * probes only hinted CPUs. LINEAR keeps no mask: every core.
+ */
+static inline bool place__core_hinted(const struct place *p, int cpu)
+{
+	const struct place_cpu_map *m = &p->map[cpu];
+
+	return p->policy == PLACE_POLICY_LINEAR || place_mask_any_in(p->cpu[cpu].llc->icpus, m->core_lo, m->smt);
+}
+
 /* word with one QUEUED task fewer, unless QUEUED is 0 or saturated
  * (PLACE_ST_QUEUED_SAT: a lost count never comes back down) */
 static inline uint64_t place__st_dequeue(uint64_t word)

@@ -460,11 +460,14 @@ static bool scan_smt(struct wake *w, int cpu)
 	return false;
 }
 
-/* An idle SMT sibling of prev, prev excluded (kernel select_idle_smt(p, prev, NULL, 1)). */
+/* An idle SMT sibling of prev, prev excluded (kernel select_idle_smt(p,
+ * prev, NULL, 1)), in a core the mask hints. */
 PLACE_INLINE bool prev_sibling(struct wake *w)
 {
 	const struct place_cpu_map *m = map_of(w, w->prev);
 
+	if (!place__core_hinted(w->p, w->prev))
+		return false;
 	for (int i = 0; i < m->smt; i++) {
 		int sib = place__sibling(w->p, m, i);
 
@@ -638,7 +641,7 @@ PLACE_INLINE int select_idle_sibling(struct wake *w)
 	if (!(w->flags & PLACE_WAKE_NOCLAIM))
 		w->r->recent_used_cpu = prev >= 0 ? w->r->prev_cpu : -1; /* prev's OS number */
 	if (recent >= 0 && recent != prev && recent != target && map_of(w, recent)->llc == w->tm->llc &&
-	    take(w, recent))
+	    place__core_hinted(w->p, recent) && take(w, recent))
 		return PLACE_STAT_hit_recent;
 	core = has_idle_core(w, w->tllc);
 	if (!core && prev_here && prev_sibling(w))
@@ -1141,9 +1144,11 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	    short_fits(p, r, place_load_64(&r->cookie), prev, true) == NO_FIT)
 		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
-	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
+	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc && place__core_hinted(p, recent) &&
 	    (++*probes, place__st_available(place__state(p, recent))))
 		return OVER_NOT;
+	if (!place__core_hinted(p, prev))
+		return scan ? OVER_RECHECK : OVER_STACK;
 	for (int sib = p->sib_next[prev]; sib != prev; sib = p->sib_next[sib])
 		if (++*probes, place__st_available(place__state(p, sib)))
 			return OVER_NOT;

@@ -275,6 +275,57 @@ START_TEST(t_idle_prev_skips_waker)
 }
 END_TEST
 
+/*
+ * A core without a bit in the idle mask has no available CPU (every CPU
+ * that becomes available leaves a bit of its core), so select_idle_sibling's
+ * single-CPU steps (recent_used_cpu, prev's SMT sibling) do not read its
+ * CPUs' lines. All eight CPUs busy, the mask empty as repairs leave it:
+ * a wakeup from a busy prev with a recent in another core stacks on prev
+ * after one probe (prev's), not three (prev, its sibling, recent), on the
+ * short path and on the whole path (a cpu_set_t) alike. A bit left set
+ * (a false positive) is still looked behind and repaired, and an idle
+ * recent is found.
+ */
+START_TEST(t_unhinted_cores_unprobed)
+{
+	struct env e;
+	place_stats s0, s1;
+	place_task *t;
+	cpu_set_t all;
+
+	env_open(&e, TOPO_4C8T, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	for (int c = 0; c < 8; c++)
+		env_run(&e, c, &e.task[32 + c]);
+	env_llc(&e, 0)->icpus[0] = 0;
+	CPU_ZERO(&all);
+	for (int c = 0; c < e.nr_cpus; c++)
+		CPU_SET(c, &all);
+	ck_assert_int_eq(place_task_set_cpus(&e.task[1], &all, sizeof(all)), 0);
+	for (int i = 0; i < 2; i++) { /* the short path, then the whole path */
+		t = env_task_on(&e, i, 2);
+		place__rec(t)->recent_used_cpu = 5;
+		s0 = env_stats(&e);
+		ck_assert_int_eq(env_wake(&e, t, PLACE_CPU_NONE, 0), 2);
+		s1 = env_stats(&e);
+		ck_assert_uint_eq(s1.cpus_probed - s0.cpus_probed, 1);
+		ck_assert_uint_eq(s1.hit_fallback - s0.hit_fallback, 1);
+	}
+	place_mask_set(env_llc(&e, 0)->icpus, 4); /* a stale bit on recent's core */
+	t = env_task_on(&e, 2, 2);
+	place__rec(t)->recent_used_cpu = 5;
+	s0 = env_stats(&e);
+	ck_assert_int_eq(env_wake(&e, t, PLACE_CPU_NONE, 0), 2);
+	s1 = env_stats(&e);
+	ck_assert_uint_gt(s1.cpus_probed - s0.cpus_probed, 1); /* recent, and the scan's repair */
+	ck_assert_uint_eq(env_mask(&e, 0), 0);
+	env_park(&e, 5, &e.task[37]); /* recent idles: its core keeps the bit of 4 */
+	t = env_task_on(&e, 3, 2);
+	place__rec(t)->recent_used_cpu = 5;
+	ck_assert_int_eq(env_wake(&e, t, PLACE_CPU_NONE, 0), 5);
+	env_close(&e);
+}
+END_TEST
+
 /* Two wakeups never return the same idle CPU while idle CPUs remain: eight
  * wakeups from mixed wakers and prevs take eight different CPUs. */
 START_TEST(t_no_two_wakeups_same_cpu)
@@ -1560,6 +1611,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, t_repair_and_sibling_rescan);
 	tcase_add_test(tc, t_claim_clears_stale_bit);
 	tcase_add_test(tc, t_idle_prev_skips_waker);
+	tcase_add_test(tc, t_unhinted_cores_unprobed);
 	tcase_add_loop_test(tc, t_no_two_wakeups_same_cpu, 0, 3);
 	tcase_add_test(tc, t_sync_goes_to_waker);
 	tcase_add_loop_test(tc, t_sync_hub_stays, 0, 4);
