@@ -34,11 +34,10 @@ static inline uint64_t place__state(const struct place *p, int cpu)
  * place of the CPUs' own lines, which every run edge writes: the wakeup
  * probes only hinted CPUs. LINEAR keeps no mask: every core.
  */
-static inline bool place__core_hinted(const struct place *p, int cpu)
+static inline bool place__core_hinted(const struct place *p, const struct place_llc *llc,
+				      const struct place_cpu_map *m)
 {
-	const struct place_cpu_map *m = &p->map[cpu];
-
-	return p->policy == PLACE_POLICY_LINEAR || place_mask_any_in(p->cpu[cpu].llc->icpus, m->core_lo, m->smt);
+	return p->policy == PLACE_POLICY_LINEAR || place_mask_any_span(llc->icpus, m->core_lo, m->smt);
 }
 
 /* word with one QUEUED task fewer, unless QUEUED is 0 or saturated

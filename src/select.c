@@ -466,7 +466,7 @@ PLACE_INLINE bool prev_sibling(struct wake *w)
 {
 	const struct place_cpu_map *m = map_of(w, w->prev);
 
-	if (!place__core_hinted(w->p, w->prev))
+	if (!place__core_hinted(w->p, w->tllc, m))
 		return false;
 	for (int i = 0; i < m->smt; i++) {
 		int sib = place__sibling(w->p, m, i);
@@ -641,7 +641,7 @@ PLACE_INLINE int select_idle_sibling(struct wake *w)
 	if (!(w->flags & PLACE_WAKE_NOCLAIM))
 		w->r->recent_used_cpu = prev >= 0 ? w->r->prev_cpu : -1; /* prev's OS number */
 	if (recent >= 0 && recent != prev && recent != target && map_of(w, recent)->llc == w->tm->llc &&
-	    place__core_hinted(w->p, recent) && take(w, recent))
+	    place__core_hinted(w->p, w->tllc, map_of(w, recent)) && take(w, recent))
 		return PLACE_STAT_hit_recent;
 	core = has_idle_core(w, w->tllc);
 	if (!core && prev_here && prev_sibling(w))
@@ -1144,14 +1144,13 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	    short_fits(p, r, place_load_64(&r->cookie), prev, true) == NO_FIT)
 		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
-	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc && place__core_hinted(p, recent) &&
-	    (++*probes, place__st_available(place__state(p, recent))))
+	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
+	    place__core_hinted(p, llc, &p->map[recent]) && (++*probes, place__st_available(place__state(p, recent))))
 		return OVER_NOT;
-	if (!place__core_hinted(p, prev))
-		return scan ? OVER_RECHECK : OVER_STACK;
-	for (int sib = p->sib_next[prev]; sib != prev; sib = p->sib_next[sib])
-		if (++*probes, place__st_available(place__state(p, sib)))
-			return OVER_NOT;
+	if (m->smt > 1 && place__core_hinted(p, llc, m))
+		for (int sib = p->sib_next[prev]; sib != prev; sib = p->sib_next[sib])
+			if (++*probes, place__st_available(place__state(p, sib)))
+				return OVER_NOT;
 	return scan ? OVER_RECHECK : OVER_STACK;
 }
 
@@ -1261,6 +1260,14 @@ PLACE_INLINE int prev_busy(place *p, place_task *t, int waker_cpu, unsigned flag
 	return wake_from_unlock(p, t, waker_cpu, flags, prev, prev);
 }
 
+/* PREV_BUSY without a waker, apart as wake_prev_idle_unlock(): place_wakeup
+ * keeps only what glance() needs, so the idle prev's path saves no
+ * register for the busy one's probes. */
+PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev)
+{
+	return prev_busy(p, t, waker_cpu, flags, prev, 1, -1);
+}
+
 /*
  * A worker waker (waker_cpu, a registered worker's CPU): wake_target()'s
  * choice, then the short paths as above, with the waker's statistics slot.
@@ -1313,7 +1320,7 @@ PLACE_NOINLINE int wakeup_register(place *p, place_task *t, int waker_cpu, unsig
  * went OFFLINE is returned before that call returns. */
 PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned flags)
 {
-	uint64_t state = 0, probes = 1; /* prev, by glance() */
+	uint64_t state = 0;
 	int prev = -1;
 
 	if (!p)
@@ -1328,7 +1335,7 @@ PLACE_INLINE int wakeup_entry(place *p, place_task *t, int waker_cpu, unsigned f
 	case PREV_IDLE:
 		return wake_prev_idle_unlock(p, t, waker_cpu, flags, prev, state);
 	case PREV_BUSY:
-		return prev_busy(p, t, waker_cpu, flags, prev, probes, -1);
+		return wake_prev_busy_unlock(p, t, waker_cpu, flags, prev);
 	case WHOLE_PATH:
 		break;
 	}
