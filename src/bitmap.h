@@ -60,17 +60,6 @@ static inline bool place_mask_any_in(const uint64_t *w, int lo, int n)
 	return false;
 }
 
-/* Is a bit of [lo, lo + n) set, n <= 64? One load but where the range
- * crosses a word. */
-static inline bool place_mask_any_span(const uint64_t *w, int lo, int n)
-{
-	unsigned sh = (unsigned)lo % 64;
-
-	if (sh + (unsigned)n > 64)
-		return place_mask_any_in(w, lo, n);
-	return (place_load_64(&w[(unsigned)lo / 64]) >> sh) & (~UINT64_C(0) >> (64 - (unsigned)n));
-}
-
 /* First set bit at or after from and before nbits, or -1. */
 static inline int place_mask_next(const uint64_t *w, int nbits, int from)
 {

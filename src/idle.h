@@ -37,7 +37,7 @@ static inline uint64_t place__state(const struct place *p, int cpu)
 static inline bool place__core_hinted(const struct place *p, const struct place_llc *llc,
 				      const struct place_cpu_map *m)
 {
-	return p->policy == PLACE_POLICY_LINEAR || place_mask_any_span(llc->icpus, m->core_lo, m->smt);
+	return p->policy == PLACE_POLICY_LINEAR || place_mask_any_in(llc->icpus, m->core_lo, m->smt);
 }
 
 /* word with one QUEUED task fewer, unless QUEUED is 0 or saturated
