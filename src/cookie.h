@@ -112,7 +112,8 @@ static inline bool place__cookie_steal_fits(const struct place *p, int cpu, uint
 	uint64_t occ[2];
 
 	place_load_64_2(place__occ(p, cpu), occ);
-	return !occ[PLACE_OCC_COUNT] || (occ[PLACE_OCC_COOKIE] == cookie && !(occ[PLACE_OCC_COUNT] & PLACE_OCC_DRAIN));
+	return !occ[PLACE_OCC_COUNT] ||
+	       (occ[PLACE_OCC_COOKIE] == cookie && !(occ[PLACE_OCC_COUNT] & PLACE_OCC_DRAIN));
 }
 
 /*

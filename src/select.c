@@ -1125,7 +1125,8 @@ PLACE_NOINLINE int wake_from_unlock(place *p, place_task *t, int waker_cpu, unsi
  * hints no idle core, its scan bound is 0 (SIS_UTIL: overloaded, so no
  * scan), and neither recent_used_cpu nor an SMT sibling of prev is
  * available. The commonest wakeup of a busy machine, here with the kernel's
- * probes and nothing else; *probes counts them. False for anything else
+ * probes and nothing else, each only where the mask hints the core
+ * (place__core_hinted); *probes counts them. False for anything else
  * (no scan bound, something available, an idle-core hint, a
  * cookie that prev's core does not admit, a group the instance refuses):
  * the busy path then decides it in the kernel's order from the start.
@@ -1144,8 +1145,8 @@ PLACE_INLINE int overloaded(place *p, place_task *t, int prev, uint64_t *probes)
 	    short_fits(p, r, place_load_64(&r->cookie), prev, true) == NO_FIT)
 		return OVER_NOT;
 	recent = place__dense(p, r->recent_used_cpu);
-	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc &&
-	    place__core_hinted(p, llc, &p->map[recent]) && (++*probes, place__st_available(place__state(p, recent))))
+	if (recent >= 0 && recent != prev && p->map[recent].llc == m->llc && place__core_hinted(p, llc, &p->map[recent]) &&
+	    (++*probes, place__st_available(place__state(p, recent))))
 		return OVER_NOT;
 	if (m->smt > 1 && place__core_hinted(p, llc, m))
 		for (int sib = p->sib_next[prev]; sib != prev; sib = p->sib_next[sib])
