@@ -698,6 +698,50 @@ static void op_claim_release(struct run *r)
 	CHECK(place__st_queued(after.state[d]) + 1 == place__st_queued(before.state[d]));
 }
 
+/* COOKIES: does a CPU of dense d's core, d included, run a task of another
+ * cookie, or does the core drain (place_steal_check's -EBUSY)? */
+static bool core_refuses(const struct run *r, int d, uint64_t cookie)
+{
+	const struct place_cpu_map *m = &r->p->map[d];
+
+	if (!(r->p->feat & PLACE_FEAT_COOKIES) || m->smt < 2)
+		return false;
+	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
+		int sib = place__llc_cpu(r->p, m->llc, pos);
+
+		if (r->p->cpu[sib].running && r->p->cpu[sib].curr_cookie != cookie)
+			return true;
+	}
+	return (r->p->core[m->core].occ[PLACE_OCC_COUNT] & PLACE_OCC_DRAIN) != 0;
+}
+
+/* place_steal_check reads and changes nothing. */
+static void op_steal_check(struct run *r)
+{
+	int cpu = arg_cpu(r), ti = arg_task(r), d = dense(r, cpu), ret, expect = 0;
+	place_task *t = task_ptr(r, ti);
+	struct snap before, after;
+
+	if (d < 0)
+		expect = -ENODEV;
+	else if (!(r->p->cpu[d].state & PLACE_ST_REGISTERED))
+		expect = -ENOENT;
+	else if (!task_valid(ti))
+		expect = -EINVAL;
+	else if (r->p->cpu[d].state & PLACE_ST_OFFLINE)
+		expect = -ENODEV;
+	else if (!place__allowed(r->p, t, d))
+		expect = -EPERM;
+	else if (core_refuses(r, d, place__rec(t)->cookie))
+		expect = -EBUSY;
+	take_snap(r, &before);
+	ret = place_steal_check(r->p, cpu, t);
+	TRACE("#%d steal_check(cpu %d) = %d\n", op_index, cpu, ret);
+	take_snap(r, &after);
+	CHECK(ret == expect);
+	CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
+}
+
 static void op_stats(struct run *r)
 {
 	uint8_t b = next(r);
@@ -881,7 +925,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 5: case 6: op_name = "run_begin"; op_run_begin(&r); break;
 		case 7: op_name = "run_end"; op_run_end(&r); break;
 		case 8: op_name = "claim_release"; op_claim_release(&r); break;
-		case 9: op_name = "stats_read"; op_stats(&r); break;
+		case 9:
+			if (op & 0x80) {
+				op_name = "steal_check";
+				op_steal_check(&r);
+			} else {
+				op_name = "stats_read";
+				op_stats(&r);
+			}
+			break;
 		case 10: op_name = "task_set_cpus"; op_set_cpus(&r); break;
 		case 11:
 			if (op & 0x80) {
