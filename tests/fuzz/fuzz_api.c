@@ -472,23 +472,28 @@ static void op_wakeup(struct run *r)
 		r->ts[ti] = T_QUEUED;
 }
 
+/* What every call of a CPU's worker with task ti checks first, in order:
+ * the CPU (dense d), its worker, the task record. */
+static int worker_task_errno(const struct run *r, int d, int ti)
+{
+	if (d < 0)
+		return -ENODEV;
+	if (!(r->p->cpu[d].state & PLACE_ST_REGISTERED))
+		return -ENOENT;
+	return task_valid(ti) ? 0 : -EINVAL;
+}
+
 static void op_run_begin(struct run *r)
 {
-	int cpu = arg_cpu(r), ti = arg_task(r), d = dense(r, cpu), ret, expect = 0;
+	int cpu = arg_cpu(r), ti = arg_task(r), d = dense(r, cpu), ret, expect = worker_task_errno(r, d, ti);
 	place_task *t = task_ptr(r, ti);
 	struct snap before, after;
 
-	if (d < 0)
-		expect = -ENODEV;
-	else if (!(r->p->cpu[d].state & PLACE_ST_REGISTERED))
-		expect = -ENOENT;
-	else if (!task_valid(ti))
-		expect = -EINVAL;
-	else if (r->p->cpu[d].running)
+	if (!expect && r->p->cpu[d].running)
 		expect = -EBUSY;
-	else if (group_refused(r, t))
+	else if (!expect && group_refused(r, t))
 		expect = -ENOSPC;
-	else if (sibling_conflict(r, d, place__rec(t)->cookie) || core_drains(r, d))
+	else if (!expect && (sibling_conflict(r, d, place__rec(t)->cookie) || core_drains(r, d)))
 		expect = -EBUSY; /* core scheduling: refused, nothing changes */
 	if (!expect && r->ts[ti] == T_RUNNING)
 		r->contract = false; /* one task on two CPUs: outside the contract */
@@ -509,16 +514,12 @@ static void op_run_begin(struct run *r)
 
 static void op_run_end(struct run *r)
 {
-	int cpu = arg_cpu(r), ti = arg_task(r), d = dense(r, cpu), ret, expect = 0;
+	int cpu = arg_cpu(r), ti = arg_task(r), d = dense(r, cpu), ret, expect = worker_task_errno(r, d, ti);
 	unsigned how = next(r) % 4;
 	place_task *t = task_ptr(r, ti);
 	struct snap before, after;
 
-	if (d < 0)
-		expect = -ENODEV;
-	else if (!(r->p->cpu[d].state & PLACE_ST_REGISTERED))
-		expect = -ENOENT;
-	else if (!task_valid(ti) || how > PLACE_RUN_PREEMPT || r->p->cpu[d].curr != t)
+	if (!expect && (how > PLACE_RUN_PREEMPT || r->p->cpu[d].curr != t))
 		expect = -EINVAL;
 	take_snap(r, &before);
 	ret = place_run_end(r->p, cpu, t, how);
@@ -706,33 +707,22 @@ static bool core_refuses(const struct run *r, int d, uint64_t cookie)
 
 	if (!(r->p->feat & PLACE_FEAT_COOKIES) || m->smt < 2)
 		return false;
-	for (int pos = m->core_lo; pos < m->core_lo + m->smt; pos++) {
-		int sib = place__llc_cpu(r->p, m->llc, pos);
-
-		if (r->p->cpu[sib].running && r->p->cpu[sib].curr_cookie != cookie)
-			return true;
-	}
-	return (r->p->core[m->core].occ[PLACE_OCC_COUNT] & PLACE_OCC_DRAIN) != 0;
+	return (r->p->cpu[d].running && r->p->cpu[d].curr_cookie != cookie) || sibling_conflict(r, d, cookie) ||
+	       (r->p->core[m->core].occ[PLACE_OCC_COUNT] & PLACE_OCC_DRAIN);
 }
 
 /* place_steal_check reads and changes nothing. */
 static void op_steal_check(struct run *r)
 {
-	int cpu = arg_cpu(r), ti = arg_task(r), d = dense(r, cpu), ret, expect = 0;
+	int cpu = arg_cpu(r), ti = arg_task(r), d = dense(r, cpu), ret, expect = worker_task_errno(r, d, ti);
 	place_task *t = task_ptr(r, ti);
 	struct snap before, after;
 
-	if (d < 0)
+	if (!expect && (r->p->cpu[d].state & PLACE_ST_OFFLINE))
 		expect = -ENODEV;
-	else if (!(r->p->cpu[d].state & PLACE_ST_REGISTERED))
-		expect = -ENOENT;
-	else if (!task_valid(ti))
-		expect = -EINVAL;
-	else if (r->p->cpu[d].state & PLACE_ST_OFFLINE)
-		expect = -ENODEV;
-	else if (!place__allowed(r->p, t, d))
+	else if (!expect && !place__allowed(r->p, t, d))
 		expect = -EPERM;
-	else if (core_refuses(r, d, place__rec(t)->cookie))
+	else if (!expect && core_refuses(r, d, place__rec(t)->cookie))
 		expect = -EBUSY;
 	take_snap(r, &before);
 	ret = place_steal_check(r->p, cpu, t);
