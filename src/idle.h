@@ -25,14 +25,14 @@ static inline uint64_t place__state(const struct place *p, int cpu)
 }
 
 /*
- * May a CPU of cpu's core be available, by its LLC's idle mask? A CPU that
- * becomes available leaves a bit of its core set (idle_publish; repair,
- * withdraw and a claim's unpublish clear a core's bits only with none of
- * its CPUs available), so a core without one has none but for a
- * publication in flight, a moment a probe could miss as well. One load of
- * the LLC's mask line, which stays shared while nothing goes idle, in
- * place of the CPUs' own lines, which every run edge writes: the wakeup
- * probes only hinted CPUs. LINEAR keeps no mask: every core.
+ * May a CPU of the core that m maps (in llc) be available, by llc's idle
+ * mask? A CPU that becomes available leaves a bit of its core set
+ * (idle_publish; repair, withdraw and a claim's unpublish clear a core's
+ * bits only with none of its CPUs available), so a core without one has
+ * none but for a publication in flight, a moment a probe could miss as
+ * well. One load of the LLC's mask line, which stays shared while nothing
+ * goes idle, in place of the CPUs' own lines, which every run edge writes:
+ * the wakeup probes only hinted CPUs. LINEAR keeps no mask: every core.
  */
 static inline bool place__core_hinted(const struct place *p, const struct place_llc *llc,
 				      const struct place_cpu_map *m)

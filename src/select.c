@@ -1266,7 +1266,7 @@ PLACE_INLINE int prev_busy(place *p, place_task *t, int waker_cpu, unsigned flag
  * register for the busy one's probes. */
 PLACE_NOINLINE int wake_prev_busy_unlock(place *p, place_task *t, int waker_cpu, unsigned flags, int prev)
 {
-	return prev_busy(p, t, waker_cpu, flags, prev, 1, -1);
+	return prev_busy(p, t, waker_cpu, flags, prev, 1 /* prev, by glance() */, -1);
 }
 
 /*
