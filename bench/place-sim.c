@@ -387,7 +387,7 @@ static double miss_pct(const struct sim_result *r)
 }
 
 /* COOKIES on (on) against off (off), in words: forced idle, the longest
- * wait, co-runs. */
+ * wait, co-runs, the tenants' spread. */
 static void cookie_words(const struct sim_result *on, const struct sim_result *off)
 {
 	double forced = on->makespan_ns ? 100.0 * (double)on->forced_ns /
@@ -395,8 +395,9 @@ static void cookie_words(const struct sim_result *on, const struct sim_result *o
 					: 0.0;
 
 	printf("; cookies on: %.2f%% CPU time forced idle, longest wait %.3f ms, %" PRIu64
-	       " co-runs; off: longest wait %.3f ms, %" PRIu64 " co-runs",
-	       forced, (double)on->lat_max / 1e6, on->violations, (double)off->lat_max / 1e6, off->violations);
+	       " co-runs, spread %.2f; off: longest wait %.3f ms, %" PRIu64 " co-runs, spread %.2f",
+	       forced, (double)on->lat_max / 1e6, on->violations, on->role_spread, (double)off->lat_max / 1e6,
+	       off->violations, off->role_spread);
 }
 
 /* Each policy named BASE/no-cookies or BASE/no-numa beside its BASE: what

@@ -37,7 +37,7 @@ else
 fi
 # A policy name longer than the column widens it: every line of a readable
 # table ends its third column (time_ms) at the same place, in each format.
-for f in table brief numa exits; do
+for f in table brief cookies numa exits; do
 	sim --workload pingpong --policies sis_core,sis_core/no-short_affine/no-wake_wide --format $f >"$TMP/wide"
 	ends=$(awk '/^ *(load|[0-9]+) / && match($0, /^ *[^ ]+ +[^ ]+ +[^ ]+/) { print RLENGTH }' "$TMP/wide" | sort -u)
 	if [ "$(echo "$ends" | wc -l)" -eq 1 ]; then
@@ -133,6 +133,26 @@ if [ "$all_refused" -gt 0 ]; then
 	ok "tenants: $all_refused refusals over the shapes"
 else
 	bad "tenants: no refusal on any shape (the refusal path is not exercised)"
+fi
+
+# The tenants' spread (cookies table, TSV role_spread): the last exit of the
+# slowest tenant over that of the fastest, as --format exits prints them
+# (two tenants: roles 0 and 1, to the microsecond); 0 with one tenant.
+TEN="--workload tenants --tenant-tasks 6 --tenant-rounds 8 --tenant-work-ns 20000 --tenant-sleep-ns 20000"
+# shellcheck disable=SC2086
+{ $TOOL --topology "$SMT4" --quiet --no-host-time $TEN --tenants 2 --policies sis_core,lifo --format exits >"$TMP/sp.x" &&
+	$TOOL --topology "$SMT4" --quiet --no-host-time $TEN --tenants 2 --policies sis_core,lifo --format tsv >"$TMP/sp.t" &&
+	$TOOL --topology "$SMT4" --quiet --no-host-time $TEN --tenants 1 --policies sis_core --format tsv >"$TMP/sp.1"; }
+if col role_spread "$TMP/sp.t" >"$TMP/sp.c" && [ "$(col role_spread "$TMP/sp.1")" = "sis_core 0.0000" ] &&
+	awk 'FNR == NR { want[$1] = $2; next }
+	/^ *[0-9]+ / { last[$2, $5] = $15; seen[$2] = 1 }
+	END { for (p in seen) { hi = last[p, 0] > last[p, 1] ? last[p, 0] : last[p, 1]
+		lo = last[p, 0] > last[p, 1] ? last[p, 1] : last[p, 0]
+		d = hi / lo - want[p]; if (!(p in want) || want[p] < 1 || d > 0.001 || d < -0.001) exit 1; n++ }
+		exit n != 2 }' "$TMP/sp.c" "$TMP/sp.x"; then
+	ok "tenants' spread: $(tr '\n' ' ' <"$TMP/sp.c")= the last exits' ratio; 0 with one tenant"
+else
+	bad "tenants' spread: $(tr '\n' ' ' <"$TMP/sp.c"), one tenant: $(col role_spread "$TMP/sp.1")"
 fi
 
 # Stealing with cookies: a thief whose core refuses the task it stole sends

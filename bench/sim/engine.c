@@ -806,6 +806,31 @@ static void exit_times(struct sim *s, int role, uint64_t *buf)
 	q[EXIT_LAST] = n ? buf[n - 1] : 0;
 }
 
+/* r->role_spread: each role's last exit, the latest over the earliest. */
+static void role_spread(struct sim *s)
+{
+	uint64_t *last, lo = UINT64_MAX, hi = 0;
+	int roles = 0, n = 0;
+
+	for (int i = 0; i < s->nr_tasks; i++)
+		if (s->task[i].role >= roles)
+			roles = s->task[i].role + 1;
+	if (!(last = calloc((size_t)roles + 1, sizeof(*last))))
+		return;
+	for (int i = 0; i < s->nr_tasks; i++)
+		if (s->task[i].exit_ns > last[s->task[i].role])
+			last[s->task[i].role] = s->task[i].exit_ns;
+	for (int role = 0; role < roles; role++) {
+		if (!last[role])
+			continue;
+		n++;
+		lo = last[role] < lo ? last[role] : lo;
+		hi = last[role] > hi ? last[role] : hi;
+	}
+	s->res.role_spread = n > 1 ? (double)hi / (double)lo : 0.0;
+	free(last);
+}
+
 static void finish(struct sim *s)
 {
 	uint64_t *buf = calloc((size_t)s->nr_tasks + 1, sizeof(*buf)); /* NULL: no exit times */
@@ -832,6 +857,7 @@ static void finish(struct sim *s)
 	for (int role = 0; buf && role < 2; role++)
 		exit_times(s, role, buf);
 	free(buf);
+	role_spread(s);
 	r->ok = s->live == 0 && !s->error;
 	sim_pol_stats(&s->pol, &r->st);
 }

@@ -64,9 +64,9 @@ void sim_report_header(FILE *f, int fmt, const char *what, int name_w)
 		break;
 	case SIM_FMT_COOKIES:
 		fprintf(f, "# %s\n", what);
-		fprintf(f, "%5s %-*s %9s %7s %8s %8s %5s %8s %8s %7s %6s %8s %8s %9s\n", "load", name_w, "policy",
-			"time_ms", "vs", "p99_us", "max_ms", "util", "forced%", "refused", "moved", "turns",
-			"fallback", "viol", "viol_us");
+		fprintf(f, "%5s %-*s %9s %7s %8s %8s %6s %5s %8s %8s %7s %6s %8s %8s %9s\n", "load", name_w,
+			"policy", "time_ms", "vs", "p99_us", "max_ms", "spread", "util", "forced%", "refused", "moved",
+			"turns", "fallback", "viol", "viol_us");
 		break;
 	case SIM_FMT_NUMA:
 		fprintf(f, "# %s\n", what);
@@ -88,7 +88,7 @@ void sim_report_header(FILE *f, int fmt, const char *what, int name_w)
 			   "\tsent\tdelivered\tevents\thit_prev_smt\tclaims\tclaims_stolen\tfail_prone_marks"
 			   "\trefusals\tforced_ns\tviolations\tviolation_ns\txnode_wakeups\tnode_imbalance"
 			   "\tcookie_refusals\tforced_idle_ns\tcookie_fallbacks\tnuma_moves\tnuma_kept"
-			   "\tnuma_cooldown_skips\tnuma_cap_skips\n");
+			   "\tnuma_cooldown_skips\tnuma_cap_skips\trole_spread\n");
 		break;
 	default:
 		fprintf(f, "{\"run\": ");
@@ -145,10 +145,10 @@ static double forced_pct(const struct sim_result *r, int nr_cpus)
 
 static void row_cookies(FILE *f, int name_w, const struct sim_result *r, double vs)
 {
-	fprintf(f, "%5d %-*s %9.3f %+6.1f%% %8.1f %8.3f %4.0f%% %7.2f%% %8" PRIu64 " %7" PRIu64 " %6" PRIu64
+	fprintf(f, "%5d %-*s %9.3f %+6.1f%% %8.1f %8.3f %6.2f %4.0f%% %7.2f%% %8" PRIu64 " %7" PRIu64 " %6" PRIu64
 		   " %8" PRIu64 " %8" PRIu64 " %9.1f%s\n",
 		r->load, name_w, r->policy, (double)r->makespan_ns / 1e6, vs * 100.0, (double)r->lat_p99 / 1e3,
-		(double)r->lat_max / 1e6, r->util * 100.0, forced_pct(r, r->nr_cpus), r->st.cookie_refusals,
+		(double)r->lat_max / 1e6, r->role_spread, r->util * 100.0, forced_pct(r, r->nr_cpus), r->st.cookie_refusals,
 		r->replaced, r->st.cookie_turns, r->st.cookie_fallbacks, r->violations,
 		(double)r->violation_ns / 1e3, r->ok ? "" : "  (incomplete)");
 }
@@ -178,10 +178,10 @@ static void row_tsv(FILE *f, const struct sim_result *r, double vs)
 		r->sent, r->delivered, r->events, r->st.hit_prev_smt, r->st.claims, r->st.claims_stolen,
 		r->st.fail_prone_marks);
 	fprintf(f, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.4f\t%" PRIu64
-		   "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		   "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.4f\n",
 		r->refusals, r->forced_ns, r->violations, r->violation_ns, r->xnode_wakeups, r->node_imbalance,
 		r->st.cookie_refusals, r->st.forced_idle_ns, r->st.cookie_fallbacks, r->st.numa_moves,
-		r->st.numa_kept, r->st.numa_cooldown_skips, r->st.numa_cap_skips);
+		r->st.numa_kept, r->st.numa_cooldown_skips, r->st.numa_cap_skips, r->role_spread);
 }
 
 static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
@@ -207,7 +207,7 @@ static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
 		   ", \"numa_moves\": %" PRIu64 ", \"numa_kept\": %" PRIu64 ", \"numa_cooldown_skips\": %" PRIu64
 		   ", \"numa_cap_skips\": %" PRIu64 "},\n   \"refusals\": %" PRIu64 ", \"forced_ns\": %" PRIu64
 		   ", \"violations\": %" PRIu64 ", \"violation_ns\": %" PRIu64 ", \"xnode_wakeups\": %" PRIu64
-		   ", \"node_imbalance\": %.4f,\n   \"host_ns_per_decision\": %.1f, \"tasks\": %" PRIu64 ", \"exited\": %" PRIu64
+		   ", \"node_imbalance\": %.4f, \"role_spread\": %.4f,\n   \"host_ns_per_decision\": %.1f, \"tasks\": %" PRIu64 ", \"exited\": %" PRIu64
 		   ", \"sent\": %" PRIu64 ", \"delivered\": %" PRIu64 ", \"events\": %" PRIu64 "}",
 		r->st.wakeups, r->st.affine_wakeups, r->st.hit_target, r->st.hit_prev, r->st.hit_recent,
 		r->st.hit_idle_core, r->st.hit_idle_cpu, r->st.hit_sibling, r->st.hit_fallback,
@@ -215,7 +215,7 @@ static void row_json(FILE *f, const struct sim_result *r, double vs, bool first)
 		r->st.claims_stolen, r->st.claims_released, r->st.fail_prone_marks, r->st.idle_enters,
 		r->st.cookie_refusals, r->st.forced_idle_ns, r->st.cookie_fallbacks, r->st.numa_moves,
 		r->st.numa_kept, r->st.numa_cooldown_skips, r->st.numa_cap_skips, r->refusals, r->forced_ns,
-		r->violations, r->violation_ns, r->xnode_wakeups, r->node_imbalance,
+		r->violations, r->violation_ns, r->xnode_wakeups, r->node_imbalance, r->role_spread,
 		per(r->host_ns, r->decisions),
 		r->tasks, r->exited, r->sent, r->delivered, r->events);
 }
@@ -276,7 +276,8 @@ void sim_report_legend(FILE *f, int fmt, const char *load_what)
 			   "that LLC was idle; xllc: wakeups moved to another LLC;\n  probe: CPUs "
 			   "probed per wakeup (0 for lifo and random, which keep their own idle list)\n");
 	else if (fmt == SIM_FMT_COOKIES)
-		fprintf(f, "  max_ms: the longest wakeup-to-run wait of any task; forced%%: CPU time forced "
+		fprintf(f, "  max_ms: the longest wakeup-to-run wait of any task; spread: the last exit of the "
+			   "slowest tenant over\n  the fastest's (1.00: each got its share); forced%%: CPU time forced "
 			   "idle (tasks waiting,\n  none allowed beside a sibling of another cookie); refused: "
 			   "place_run_begin refusals; moved: refused\n  tasks that place_run_refused placed on "
 			   "another CPU; turns: refusals that drained a core for a\n  cookie waiting "

@@ -282,6 +282,11 @@ struct sim_result {
 	 * and beside a busy SMT sibling; how many ran so more than half the time. */
 	uint64_t exits[2][6];
 	uint64_t sleeps[2], run_ns[2], smt_ns[2], paired[2];
+	/* The last exit of the role that finished last over that of the role
+	 * that finished first (tenants: the slowest tenant against the
+	 * fastest; 1.0 when every tenant got its share), 0 when fewer than two
+	 * roles had a task exit. */
+	double role_spread;
 	uint64_t idle_core_misses; /* started beside a busy sibling while an idle core existed in the LLC */
 	uint64_t stack_llc;        /* queued behind another while a CPU of that LLC was idle
 				    * (a sync wakeup onto the sleeping waker's CPU is not) */
