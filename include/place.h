@@ -789,7 +789,10 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu);
  * the core. The drained CPUs are forced idle meanwhile (forced_idle_ns).
  * So a refused task waits at most about PLACE_COOKIE_TURN_NS plus the
  * longest run of the tasks running there, if the runtime retries the named
- * CPUs before the CPU that emptied the core picks its next task.
+ * CPUs before the CPU that emptied the core picks its next task. Only a
+ * refusal starts this: how many cores each cookie holds is not balanced
+ * (a cookie short of cores stacks on its own and is never refused; see
+ * doc/integration.md).
  *
  * A record that holds a claim, queue slot or NUMA move of another
  * instance (see place_task_init) is refused with -EXDEV, nothing changed. */
