@@ -225,6 +225,21 @@ static bool same_tasks(const struct snap *a, const struct snap *b)
 	       memcmp(a->cpus, b->cpus, sizeof(a->cpus)) == 0;
 }
 
+/* One call under the oracle, the frame the ops share: the snapshots around
+ * it, its trace line ("#N what = ret"), its errno against the oracle's
+ * expect, and a failed call changed nothing. The op then checks what a
+ * successful one changed (ret == 0). */
+#define ORACLE_CALL(r, ret, expect, before, after, call, what, ...)                                    \
+	do {                                                                                       \
+		take_snap((r), (before));                                                          \
+		(ret) = (call);                                                                    \
+		TRACE("#%d " what " = %d\n", op_index, __VA_ARGS__, (ret));                        \
+		take_snap((r), (after));                                                           \
+		CHECK((ret) == (expect));                                                          \
+		if (ret)                                                                           \
+			CHECK(same_states((r), (before), (after)) && same_tasks((before), (after)));       \
+	} while (0)
+
 /* ---- the state agreement ----------------------------------------------- */
 
 static void check_agreement(const struct run *r)
@@ -472,15 +487,20 @@ static void op_wakeup(struct run *r)
 		r->ts[ti] = T_QUEUED;
 }
 
+/* What a call on a CPU checks first: the CPU (dense d) is in the
+ * topology, then its state holds bit (a worker, a claim). */
+static int cpu_errno(const struct run *r, int d, uint64_t bit)
+{
+	if (d < 0)
+		return -ENODEV;
+	return r->p->cpu[d].state & bit ? 0 : -ENOENT;
+}
+
 /* What every call of a CPU's worker with task ti checks first, in order:
  * the CPU (dense d), its worker, the task record. */
 static int worker_task_errno(const struct run *r, int d, int ti)
 {
-	if (d < 0)
-		return -ENODEV;
-	if (!(r->p->cpu[d].state & PLACE_ST_REGISTERED))
-		return -ENOENT;
-	return task_valid(ti) ? 0 : -EINVAL;
+	return cpu_errno(r, d, PLACE_ST_REGISTERED) ?: (task_valid(ti) ? 0 : -EINVAL);
 }
 
 static void op_run_begin(struct run *r)
@@ -497,15 +517,9 @@ static void op_run_begin(struct run *r)
 		expect = -EBUSY; /* core scheduling: refused, nothing changes */
 	if (!expect && r->ts[ti] == T_RUNNING)
 		r->contract = false; /* one task on two CPUs: outside the contract */
-	take_snap(r, &before);
-	ret = place_run_begin(r->p, cpu, t);
-	TRACE("#%d run_begin(cpu %d) = %d\n", op_index, cpu, ret);
-	take_snap(r, &after);
-	CHECK(ret == expect);
-	if (ret) {
-		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
+	ORACLE_CALL(r, ret, expect, &before, &after, place_run_begin(r->p, cpu, t), "run_begin(cpu %d)", cpu);
+	if (ret)
 		return;
-	}
 	CHECK(r->p->cpu[d].running && !(after.state[d] & PLACE_ST_IDLE));
 	CHECK(place__rec(t)->queued_cpu == -1 && place__rec(t)->claim_gen == 0);
 	r->ts[ti] = T_RUNNING;
@@ -521,15 +535,9 @@ static void op_run_end(struct run *r)
 
 	if (!expect && (how > PLACE_RUN_PREEMPT || r->p->cpu[d].curr != t))
 		expect = -EINVAL;
-	take_snap(r, &before);
-	ret = place_run_end(r->p, cpu, t, how);
-	TRACE("#%d run_end(cpu %d) = %d\n", op_index, cpu, ret);
-	take_snap(r, &after);
-	CHECK(ret == expect);
-	if (ret) {
-		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
+	ORACLE_CALL(r, ret, expect, &before, &after, place_run_end(r->p, cpu, t, how), "run_end(cpu %d)", cpu);
+	if (ret)
 		return;
-	}
 	CHECK(!r->p->cpu[d].running);
 	r->ts[ti] = how == PLACE_RUN_PREEMPT ? T_QUEUED : T_SLEEP;
 }
@@ -549,15 +557,10 @@ static void op_register(struct run *r)
 		expect = -ENODEV;
 	else if (join && !(flags & PLACE_WORKER_SHARED))
 		expect = -EEXIST;
-	take_snap(r, &before);
-	ret = place_worker_register(r->p, cpu, flags);
-	TRACE("#%d register(cpu %d) = %d\n", op_index, cpu, ret);
-	take_snap(r, &after);
-	CHECK(ret == expect);
-	if (ret) {
-		CHECK(same_states(r, &before, &after));
+	ORACLE_CALL(r, ret, expect, &before, &after, place_worker_register(r->p, cpu, flags), "register(cpu %d)",
+		    cpu);
+	if (ret)
 		return;
-	}
 	if (r->workers[d]++) /* one more thread of a served CPU: nothing changes */
 		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
 	else
@@ -567,22 +570,12 @@ static void op_register(struct run *r)
 
 static void op_unregister(struct run *r)
 {
-	int cpu = arg_cpu(r), d = dense(r, cpu), ret, expect = 0;
+	int cpu = arg_cpu(r), d = dense(r, cpu), ret, expect = cpu_errno(r, d, PLACE_ST_REGISTERED);
 	struct snap before, after;
 
-	if (d < 0)
-		expect = -ENODEV;
-	else if (!(r->p->cpu[d].state & PLACE_ST_REGISTERED))
-		expect = -ENOENT;
-	take_snap(r, &before);
-	ret = place_worker_unregister(r->p, cpu);
-	TRACE("#%d unregister(cpu %d) = %d\n", op_index, cpu, ret);
-	take_snap(r, &after);
-	CHECK(ret == expect);
-	if (ret) {
-		CHECK(same_states(r, &before, &after));
+	ORACLE_CALL(r, ret, expect, &before, &after, place_worker_unregister(r->p, cpu), "unregister(cpu %d)", cpu);
+	if (ret)
 		return;
-	}
 	if (--r->workers[d]) { /* other threads still serve it: nothing changes */
 		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
 		return;
@@ -598,24 +591,14 @@ static void op_unregister(struct run *r)
 
 static void op_idle_enter(struct run *r)
 {
-	int cpu = arg_cpu(r), d = dense(r, cpu), ret, expect = 0;
+	int cpu = arg_cpu(r), d = dense(r, cpu), ret, expect = cpu_errno(r, d, PLACE_ST_REGISTERED);
 	struct snap before, after;
 
-	if (d < 0)
-		expect = -ENODEV;
-	else if (!(r->p->cpu[d].state & PLACE_ST_REGISTERED))
-		expect = -ENOENT;
-	else if (r->p->cpu[d].running)
+	if (!expect && r->p->cpu[d].running)
 		expect = -EBUSY;
-	take_snap(r, &before);
-	ret = place_idle_enter(r->p, cpu);
-	TRACE("#%d idle_enter(cpu %d) = %d\n", op_index, cpu, ret);
-	take_snap(r, &after);
-	CHECK(ret == expect);
-	if (ret) {
-		CHECK(same_states(r, &before, &after));
+	ORACLE_CALL(r, ret, expect, &before, &after, place_idle_enter(r->p, cpu), "idle_enter(cpu %d)", cpu);
+	if (ret)
 		return;
-	}
 	/* Only the IDLE bit moves: an idle edge never ends a claim. */
 	CHECK(after.state[d] == (before.state[d] | PLACE_ST_IDLE));
 }
@@ -663,15 +646,9 @@ static void op_forget(struct run *r)
 
 	if (task_valid(ti) && r->ts[ti] == T_RUNNING)
 		return;
-	take_snap(r, &before);
-	ret = place_task_forget(r->p, t);
-	TRACE("#%d task_forget(task %d) = %d\n", op_index, ti, ret);
-	take_snap(r, &after);
-	CHECK(ret == expect);
-	if (ret) {
-		CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
+	ORACLE_CALL(r, ret, expect, &before, &after, place_task_forget(r->p, t), "task_forget(task %d)", ti);
+	if (ret)
 		return;
-	}
 	CHECK(place__rec(t)->queued_cpu == -1 && place__rec(t)->claim_gen == 0);
 	CHECK(place__rec(t)->numa_pending == 0);
 	r->ts[ti] = T_SLEEP; /* holds nothing: the agreement check sees its CPU's QUEUED go */
@@ -679,22 +656,12 @@ static void op_forget(struct run *r)
 
 static void op_claim_release(struct run *r)
 {
-	int cpu = arg_cpu(r), d = dense(r, cpu), ret, expect = 0;
+	int cpu = arg_cpu(r), d = dense(r, cpu), ret, expect = cpu_errno(r, d, PLACE_ST_CLAIMED);
 	struct snap before, after;
 
-	if (d < 0)
-		expect = -ENODEV;
-	else if (!(r->p->cpu[d].state & PLACE_ST_CLAIMED))
-		expect = -ENOENT;
-	take_snap(r, &before);
-	ret = place_claim_release(r->p, cpu);
-	TRACE("#%d claim_release(cpu %d) = %d\n", op_index, cpu, ret);
-	take_snap(r, &after);
-	CHECK(ret == expect);
-	if (ret) {
-		CHECK(same_states(r, &before, &after));
+	ORACLE_CALL(r, ret, expect, &before, &after, place_claim_release(r->p, cpu), "claim_release(cpu %d)", cpu);
+	if (ret)
 		return;
-	}
 	CHECK(!(after.state[d] & PLACE_ST_CLAIMED));
 	CHECK(place__st_queued(after.state[d]) + 1 == place__st_queued(before.state[d]));
 }
@@ -724,12 +691,8 @@ static void op_steal_check(struct run *r)
 		expect = -EPERM;
 	else if (!expect && core_refuses(r, d, place__rec(t)->cookie))
 		expect = -EBUSY;
-	take_snap(r, &before);
-	ret = place_steal_check(r->p, cpu, t);
-	TRACE("#%d steal_check(cpu %d) = %d\n", op_index, cpu, ret);
-	take_snap(r, &after);
-	CHECK(ret == expect);
-	CHECK(same_states(r, &before, &after) && same_tasks(&before, &after));
+	ORACLE_CALL(r, ret, expect, &before, &after, place_steal_check(r->p, cpu, t), "steal_check(cpu %d)", cpu);
+	CHECK(same_states(r, &before, &after) && same_tasks(&before, &after)); /* and on success */
 }
 
 static void op_stats(struct run *r)
@@ -758,12 +721,8 @@ static void op_set_cpus(struct run *r)
 
 	if (!task_valid(ti) || (set && !size))
 		expect = -EINVAL;
-	take_snap(r, &before);
-	ret = place_task_set_cpus(t, set, size);
-	take_snap(r, &after);
-	CHECK(ret == expect);
-	if (ret)
-		CHECK(same_tasks(&before, &after));
+	ORACLE_CALL(r, ret, expect, &before, &after, place_task_set_cpus(t, set, size),
+		    "task_set_cpus(task %d, set %d, %zu bytes)", ti, si, size);
 }
 
 static void op_set_cookie(struct run *r)
@@ -773,13 +732,9 @@ static void op_set_cookie(struct run *r)
 	place_task *t = task_ptr(r, ti);
 	struct snap before, after;
 
-	take_snap(r, &before);
-	ret = place_task_set_cookie(t, cookie);
-	take_snap(r, &after);
-	CHECK(ret == (task_valid(ti) ? 0 : -EINVAL));
-	CHECK(same_states(r, &before, &after));
-	if (ret == 0)
-		CHECK(place__rec(t)->cookie == cookie);
+	ORACLE_CALL(r, ret, task_valid(ti) ? 0 : -EINVAL, &before, &after, place_task_set_cookie(t, cookie),
+		    "task_set_cookie(task %d, %d)", ti, (int)cookie);
+	CHECK(same_states(r, &before, &after) && (ret || place__rec(t)->cookie == cookie));
 }
 
 /* NUMA groups: 0 (none), 1, 2, or 65, above the default max_groups (64). */
@@ -791,13 +746,9 @@ static void op_set_group(struct run *r)
 	place_task *t = task_ptr(r, ti);
 	struct snap before, after;
 
-	take_snap(r, &before);
-	ret = place_task_set_group(t, group);
-	take_snap(r, &after);
-	CHECK(ret == (task_valid(ti) ? 0 : -EINVAL));
-	CHECK(same_states(r, &before, &after));
-	if (ret == 0)
-		CHECK(place__rec(t)->group == group);
+	ORACLE_CALL(r, ret, task_valid(ti) ? 0 : -EINVAL, &before, &after, place_task_set_group(t, group),
+		    "task_set_group(task %d, %u)", ti, group);
+	CHECK(same_states(r, &before, &after) && (ret || place__rec(t)->group == group));
 }
 
 /* Every call with a NULL instance is -EINVAL (or a no-op). */
