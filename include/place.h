@@ -646,10 +646,13 @@ PLACE_EXTERN size_t place_task_size(void);
  * Cookies (PLACE_FEAT_COOKIES). Every step skips idle CPUs whose core runs
  * tasks of another cookie than t's (a whole idle core always fits). This is
  * a hint, read without synchronisation; place_run_begin checks exactly. When
- * no fitting idle CPU is found and the target's core runs another cookie,
- * t goes to the least loaded CPU of the target's LLC whose core fits (the
- * target when none does; claimed as above when it is idle), counted in
- * cookie_fallbacks.
+ * no fitting idle CPU is found and the target's core runs another cookie
+ * (or, once cookies have mixed on a core, always), t goes to the least
+ * loaded CPU whose core fits: the target's LLC first on a tie, then its
+ * node, then the rest of the machine (a task with a NUMA group: its node
+ * only); the target when none does; claimed as above when it is idle.
+ * Counted in cookie_fallbacks when that is not a fitting target. So each
+ * cookie's tasks spread over the cores it holds, in every LLC.
  *
  * NUMA groups (PLACE_FEAT_NUMA). When t has a group and its prev and the
  * waker sit on different nodes, the group decides between them (wake_affine
@@ -790,9 +793,8 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu);
  * So a refused task waits at most about PLACE_COOKIE_TURN_NS plus the
  * longest run of the tasks running there, if the runtime retries the named
  * CPUs before the CPU that emptied the core picks its next task. Only a
- * refusal starts this: how many cores each cookie holds is not balanced
- * (a cookie short of cores stacks on its own and is never refused; see
- * doc/integration.md).
+ * refusal starts this; how many cores each cookie holds follows from
+ * placement (place_wakeup's fallback spreads a cookie over its cores).
  *
  * A record that holds a claim, queue slot or NUMA move of another
  * instance (see place_task_init) is refused with -EXDEV, nothing changed. */

@@ -128,39 +128,75 @@ static uint32_t load_of(const struct place *p, int cpu, uint64_t state)
 	return place_load_32(&p->cpu[cpu].running) + place__st_queued(state);
 }
 
+/* The fallback's choice so far: the least loaded fitting CPU. */
+struct fit {
+	int cpu;
+	uint32_t load;
+};
+
+/* cpu into f when allowed, usable and less loaded than f's; *probes
+ * counts its state read. */
+static void fit_cpu(const struct place *p, const place_task *t, int cpu, struct fit *f, uint64_t *probes)
+{
+	uint64_t s;
+
+	if (!place__allowed(p, t, cpu))
+		return;
+	++*probes;
+	s = place_load_64(&p->cpu[cpu].state);
+	if (place__st_usable(s) && load_of(p, cpu, s) < f->load)
+		*f = (struct fit){ cpu, load_of(p, cpu, s) };
+}
+
+/* The cores of LLC l from position from on (wrapping), those on node (near)
+ * or off it (!near), whose core admits cookie (one hint read a core). */
+static void fit_llc(const struct place *p, const place_task *t, uint64_t cookie, int l, int from, int node, bool near,
+		    struct fit *f, uint64_t *probes)
+{
+	int weight = p->llc[l].weight;
+
+	for (int k = 0; k < weight && f->load;) { /* nothing beats a CPU with no task */
+		const struct place_cpu_map *m = &p->map[place__llc_cpu(p, l, (from + k) % weight)];
+
+		k += m->smt; /* a core's CPUs sit side by side in the LLC, from core_lo */
+		if ((m->node == node) != near || !place__cookie_admits(p, place__sibling(p, m, 0), cookie))
+			continue;
+		for (int i = 0; i < m->smt; i++)
+			fit_cpu(p, t, place__sibling(p, m, i), f, probes);
+	}
+}
+
 /*
  * A wakeup found no compatible idle CPU: the least loaded registered,
- * allowed CPU of target's LLC whose core fits t's cookie (running and
- * waiting work, place__cookie_admits), target itself on a tie or when none
- * fits. Not only when target's core refuses t: stacking on a fitting
- * target while a sibling core of the LLC fits with less load would keep
- * the first placements' imbalance for good (a cookie can use only the
- * cores it holds, so queues do not even out by themselves). A slow path
- * (nothing idle): it reads every state of the LLC once; *probes counts
- * them. Any thread (hints only).
+ * allowed CPU whose core fits t's cookie (running and waiting work,
+ * place__cookie_admits), target itself on a tie or when none fits; on
+ * a tie the nearer one: target's LLC, then its node, then (unless
+ * node_only) the rest of the machine. Not only when target's core refuses
+ * t: stacking on a fitting target while another core fits with less load
+ * would keep the first placements' imbalance for good (a cookie can use
+ * only the cores it holds, so queues do not even out by themselves), and
+ * not only in target's LLC: a cookie whose tasks gathered in one LLC and
+ * lost a core there would stay short of cores for good while its cores in
+ * another LLC had room (BENCHMARKS.md, fairness between tenants). A slow
+ * path (nothing idle): the occupancy line of every core of the machine
+ * (the node's, for a grouped task) and the states of the fitting ones,
+ * until a fitting CPU with no task; *probes counts the states. Any
+ * thread (hints only).
  */
-int place__cookie_fallback(struct place *p, const place_task *t, int target, uint64_t *probes)
+int place__cookie_fallback(struct place *p, const place_task *t, int target, bool node_only, uint64_t *probes)
 {
 	const struct place_cpu_map *tm = &p->map[target];
-	const struct place_llc *llc = &p->llc[tm->llc];
 	uint64_t cookie = place_load_64(&place__rec((place_task *)t)->cookie);
-	uint32_t best_load = UINT32_MAX;
-	int best = target;
+	struct fit f = { target, UINT32_MAX };
 
-	for (int i = 0; i < llc->weight; i++) {
-		int cpu = place__llc_cpu(p, tm->llc, (tm->pos + i) % llc->weight);
-		uint64_t s;
+	int n = p->topo->nr_llcs, passes = node_only || p->topo->nr_nodes < 2 ? 1 : 2;
 
-		if (!place__allowed(p, t, cpu) || !place__cookie_admits(p, cpu, cookie))
-			continue;
-		++*probes;
-		s = place_load_64(&p->cpu[cpu].state);
-		if (place__st_usable(s) && load_of(p, cpu, s) < best_load) {
-			best_load = load_of(p, cpu, s);
-			best = cpu;
-		}
-	}
-	return best;
+	if (place__cookie_admits(p, target, cookie))
+		fit_cpu(p, t, target, &f, probes); /* first: target wins a tie */
+	for (int pass = 0; pass < passes; pass++) /* on target's node, then off it */
+		for (int k = 0, l = tm->llc; k < n && f.load; k++, l = l + 1 < n ? l + 1 : 0)
+			fit_llc(p, t, cookie, l, l == tm->llc ? tm->core_lo : 0, tm->node, pass == 0, &f, probes);
+	return f.cpu;
 }
 
 PLACE_EXTERN int place_task_set_cookie(place_task *t, uint64_t cookie)

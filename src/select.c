@@ -594,8 +594,9 @@ enum { SCAN_CORES = -1, SCAN_CPUS = -2 };
 
 /* Nothing idle fits: stack on the target; with COOKIES on, once cookies
  * mix on cores (cookie_mixed) or when the target's core does not fit, the
- * least loaded CPU of its LLC whose core fits (cookie.c; the target on a
- * tie), counted in cookie_fallbacks when that is not a fitting target. That CPU may be
+ * least loaded CPU whose core fits, nearest first on a tie (cookie.c: the
+ * target, its LLC, its node, the machine; a grouped task's node), counted
+ * in cookie_fallbacks when that is not a fitting target. That CPU may be
  * idle (the scan was bounded, or the core granule hid it): then it is
  * taken, claimed, like any idle CPU. Sets w->cpu, returns the level. */
 PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
@@ -608,7 +609,7 @@ PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
 			    place__cookie_admits(w->p, w->target, w->cookie)))
 		return PLACE_STAT_hit_fallback;
 	probes = w->probes;
-	cpu = place__cookie_fallback(w->p, w->t, w->target, &probes);
+	cpu = place__cookie_fallback(w->p, w->t, w->target, w->group && w->p->numa_count, &probes);
 	w->probes = probes;
 	if (cpu != w->target || !place__cookie_admits(w->p, cpu, w->cookie))
 		place__count(w->p, w->counter, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);

@@ -344,6 +344,55 @@ START_TEST(t_fallback_idle_is_claimed)
 END_TEST
 
 /*
+ * The fitting fallback looks beyond the target's LLC. Two LLCs of two SMT2
+ * cores, every CPU busy, cookies mixed: core {0,1} (LLC 0) and core {4,5}
+ * (LLC 1) run cookie 5, the others cookie 8. Cookie-5 wakeups from prev 0
+ * stack in LLC 0 while it is no more loaded than LLC 1 (target first on a
+ * tie, then its LLC), then go to core {4,5}, one task less loaded: the
+ * cookie's tasks spread over the cores it holds, wherever they are.
+ */
+START_TEST(t_fallback_other_llc)
+{
+	struct env e;
+	int cpu;
+
+	env_open(&e, "synthetic:pack:1 l3:2 core:2 pu:2", policies[_i], PLACE_FEAT_DEFAULT, true);
+	for (int k = 0; k < 8; k++)
+		env_run(&e, k, task_c(&e, 40 + k, k / 2 % 2 ? 8 : 5, -1));
+	e.p->cookie_mixed = 1; /* as once two cookies met on a core */
+	ck_assert_int_eq(env_wake(&e, task_c(&e, 0, 5, 0), PLACE_CPU_NONE, 0), 0);
+	ck_assert_int_eq(env_wake(&e, task_c(&e, 1, 5, 0), PLACE_CPU_NONE, 0), 1);
+	cpu = env_wake(&e, task_c(&e, 2, 5, 0), PLACE_CPU_NONE, 0);
+	ck_assert_msg(cpu == 4 || cpu == 5, "%s: third cookie-5 task stacked on CPU %d", policy_name[_i], cpu);
+	ck_assert_int_eq(env_wake(&e, task_c(&e, 3, 5, 0), PLACE_CPU_NONE, 0), cpu ^ 1);
+	ck_assert_uint_eq(env_stats(&e).cookie_fallbacks, 3);
+	env_close(&e);
+}
+END_TEST
+
+/*
+ * ... but a task of a NUMA group stays on its node, as WIDEN keeps it: two
+ * nodes of one LLC, the same cores and cookies; grouped, the third task
+ * stacks on node 0, ungrouped it goes to node 1.
+ */
+START_TEST(t_fallback_grouped_stays_on_node)
+{
+	struct env e;
+
+	env_open(&e, "synthetic:pack:2 [numa] l3:1 core:2 pu:2", PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	for (int k = 0; k < 8; k++)
+		env_run(&e, k, task_c(&e, 40 + k, k / 2 % 2 ? 8 : 5, -1));
+	e.p->cookie_mixed = 1;
+	ck_assert_int_eq(env_wake(&e, task_c(&e, 0, 5, 0), PLACE_CPU_NONE, 0), 0);
+	ck_assert_int_eq(env_wake(&e, task_c(&e, 1, 5, 0), PLACE_CPU_NONE, 0), 1);
+	ck_assert_int_eq(place_task_set_group(task_c(&e, 2, 5, 0), 1), 0);
+	ck_assert_int_lt(env_wake(&e, &e.task[2], PLACE_CPU_NONE, 0), 4);
+	ck_assert_int_ge(env_wake(&e, task_c(&e, 3, 5, 0), PLACE_CPU_NONE, 0), 4);
+	env_close(&e);
+}
+END_TEST
+
+/*
  * A cookie changed while its task runs takes effect at its next run_begin:
  * the run keeps the cookie it started with (a sibling of the old cookie is
  * admitted, of the new one refused), and run_end gives back exactly that.
@@ -692,6 +741,8 @@ static Suite *cookie_suite(void)
 	tcase_add_loop_test(tc, t_wakeups_avoid_incompatible_cores, 0, 3);
 	tcase_add_loop_test(tc, t_fallback_compatible, 0, 3);
 	tcase_add_test(tc, t_fallback_idle_is_claimed);
+	tcase_add_loop_test(tc, t_fallback_other_llc, 0, 3);
+	tcase_add_test(tc, t_fallback_grouped_stays_on_node);
 	tcase_add_loop_test(tc, t_cookie_change_while_running, 0, 2);
 	tcase_add_loop_test(tc, t_feature_off, 0, 2);
 	tcase_add_test(tc, t_park_and_unregister);

@@ -84,7 +84,7 @@ done
 SMT2='synthetic:pack:1 l3:2 core:4 pu:2(indexes=core)'
 SMT4='synthetic:pack:1 l3:2 core:4 pu:4'
 NODES8='synthetic:pack:2 group:4 [numa] l3:1 core:2 pu:2(indexes=core)'
-TN="--tenants 3 --tenant-tasks 6 --tenant-rounds 8 --tenant-work-ns 20000 --tenant-sleep-ns 20000"
+TN="--tenants 6 --tenant-tasks 6 --tenant-rounds 8 --tenant-work-ns 20000 --tenant-sleep-ns 20000"
 GR="--numa-groups 4 --group-tasks 6 --group-tokens 3 --group-hops 20 --numa-cooldown-ns 100000"
 all_refused=0
 col() { awk -F'\t' -v name="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $2, $c }' "$2"; }
@@ -127,8 +127,9 @@ for t in "$SMT2" "$SMT4" "$TOPO" "$NODES8"; do
 		fi
 	fi
 done
-# Cookie-aware placement avoids most refusals: some shape must still
-# exercise run_begin's refusal and place_run_refused.
+# Cookie-aware placement avoids most refusals (with three tenants, none):
+# six tenants on eight cores must still exercise run_begin's refusal and
+# place_run_refused on some shape.
 if [ "$all_refused" -gt 0 ]; then
 	ok "tenants: $all_refused refusals over the shapes"
 else
