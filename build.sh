@@ -98,8 +98,9 @@ demo() {
 	echo
 	echo "== place-sim: 4 tenants (core-scheduling cookies) on an SMT4 model, cookies on vs off"
 	echo "   Row 'sis_core': cookies ON, no two tenants ever share a core at once (viol 0)."
-	echo "   Row 'sis_core/no-cookies': cookies OFF, tenants share cores (viol > 0): faster, and"
-	echo "   what core scheduling exists to forbid. The summary says what isolation costs."
+	echo "   Row 'sis_core/no-cookies': cookies OFF, tenants share cores (viol > 0): what core"
+	echo "   scheduling exists to forbid. The summary says what isolation costs; spread, whether"
+	echo "   every tenant got its share (the slowest one's last exit over the fastest's)."
 	./place-sim --topology 'synthetic:pack:1 l3:2 core:8 pu:4' --workload tenants --load 8,32 \
 		--policies sis_core,sis_core/no-cookies --summary --quiet
 	echo
