@@ -649,8 +649,10 @@ PLACE_EXTERN size_t place_task_size(void);
  * no fitting idle CPU is found and the target's core runs another cookie
  * (or, once cookies have mixed on a core, always), t goes to the least
  * loaded CPU whose core fits: the target's LLC first on a tie, then its
- * node, then the rest of the machine (a task with a NUMA group: its node
- * only); the target when none does; claimed as above when it is idle.
+ * node, then the rest of the machine, where a CPU must carry two tasks
+ * fewer (a task with a NUMA group: its node only; a task wake_affine
+ * pulled to the waker: its LLC only); the target when none does; claimed
+ * as above when it is idle.
  * Counted in cookie_fallbacks when that is not a fitting target. So each
  * cookie's tasks spread over the cores it holds, in every LLC.
  *

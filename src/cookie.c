@@ -128,30 +128,35 @@ static uint32_t load_of(const struct place *p, int cpu, uint64_t state)
 	return place_load_32(&p->cpu[cpu].running) + place__st_queued(state);
 }
 
-/* The fallback's choice so far: the least loaded fitting CPU. */
+/* The fallback's choice so far: the least loaded fitting CPU, its load
+ * counted with the margin of its distance (fit_llc). */
 struct fit {
 	int cpu;
 	uint32_t load;
 };
 
-/* cpu into f when allowed, usable and less loaded than f's; *probes
- * counts its state read. */
-static void fit_cpu(const struct place *p, const place_task *t, int cpu, struct fit *f, uint64_t *probes)
+/* cpu into f when allowed, usable and its load plus extra is below f's;
+ * *probes counts its state read. */
+static void fit_cpu(const struct place *p, const place_task *t, int cpu, uint32_t extra, struct fit *f,
+		    uint64_t *probes)
 {
 	uint64_t s;
+	uint32_t load;
 
 	if (!place__allowed(p, t, cpu))
 		return;
 	++*probes;
 	s = place_load_64(&p->cpu[cpu].state);
-	if (place__st_usable(s) && load_of(p, cpu, s) < f->load)
-		*f = (struct fit){ cpu, load_of(p, cpu, s) };
+	load = load_of(p, cpu, s) + extra;
+	if (place__st_usable(s) && load < f->load)
+		*f = (struct fit){ cpu, load };
 }
 
 /* The cores of LLC l from position from on (wrapping), those on node (near)
- * or off it (!near), whose core admits cookie (one hint read a core). */
+ * or off it (!near), whose core admits cookie (one hint read a core), each
+ * CPU's load counted extra tasks higher. */
 static void fit_llc(const struct place *p, const place_task *t, uint64_t cookie, int l, int from, int node, bool near,
-		    struct fit *f, uint64_t *probes)
+		    uint32_t extra, struct fit *f, uint64_t *probes)
 {
 	int weight = p->llc[l].weight;
 
@@ -162,40 +167,43 @@ static void fit_llc(const struct place *p, const place_task *t, uint64_t cookie,
 		if ((m->node == node) != near || !place__cookie_admits(p, place__sibling(p, m, 0), cookie))
 			continue;
 		for (int i = 0; i < m->smt; i++)
-			fit_cpu(p, t, place__sibling(p, m, i), f, probes);
+			fit_cpu(p, t, place__sibling(p, m, i), extra, f, probes);
 	}
 }
 
 /*
  * A wakeup found no compatible idle CPU: the least loaded registered,
  * allowed CPU whose core fits t's cookie (running and waiting work,
- * place__cookie_admits), target itself on a tie or when none fits; on
- * a tie the nearer one: target's LLC, then its node, then (unless
- * node_only) the rest of the machine. Not only when target's core refuses
- * t: stacking on a fitting target while another core fits with less load
- * would keep the first placements' imbalance for good (a cookie can use
- * only the cores it holds, so queues do not even out by themselves), and
- * not only in target's LLC: a cookie whose tasks gathered in one LLC and
- * lost a core there would stay short of cores for good while its cores in
- * another LLC had room (BENCHMARKS.md, fairness between tenants). A slow
- * path (nothing idle): the occupancy line of every core of the machine
- * (the node's, for a grouped task) and the states of the fitting ones,
- * until a fitting CPU with no task; *probes counts the states. Any
- * thread (hints only).
+ * place__cookie_admits), target itself on a tie or when none fits; then
+ * the rest of target's LLC and, as far as scope allows, the other LLCs of
+ * its node, then of the machine, where a CPU must carry two tasks fewer:
+ * moving a task between two CPUs whose loads differ by one only changes
+ * its cache. Not only when target's core refuses t: stacking on a fitting
+ * target while another core fits with less load would keep the first
+ * placements' imbalance for good (a cookie can use only the cores it
+ * holds, so queues do not even out by themselves), and not only in
+ * target's LLC: a cookie whose tasks gathered in one LLC and lost a core
+ * there would stay short of cores for good while its cores in another LLC
+ * had room (BENCHMARKS.md, fairness between tenants). A slow path
+ * (nothing idle): the occupancy line of every core in scope and the
+ * states of the fitting ones, until a fitting CPU with no task; *probes
+ * counts the states. Any thread (hints only).
  */
-int place__cookie_fallback(struct place *p, const place_task *t, int target, bool node_only, uint64_t *probes)
+int place__cookie_fallback(struct place *p, const place_task *t, int target, enum place_fit_scope scope,
+			   uint64_t *probes)
 {
 	const struct place_cpu_map *tm = &p->map[target];
 	uint64_t cookie = place_load_64(&place__rec((place_task *)t)->cookie);
 	struct fit f = { target, UINT32_MAX };
-
-	int n = p->topo->nr_llcs, passes = node_only || p->topo->nr_nodes < 2 ? 1 : 2;
+	int n = scope == PLACE_FIT_LLC ? 1 : p->topo->nr_llcs;
+	int passes = scope == PLACE_FIT_MACHINE && p->topo->nr_nodes > 1 ? 2 : 1;
 
 	if (place__cookie_admits(p, target, cookie))
-		fit_cpu(p, t, target, &f, probes); /* first: target wins a tie */
+		fit_cpu(p, t, target, 0, &f, probes); /* first: target wins a tie */
 	for (int pass = 0; pass < passes; pass++) /* on target's node, then off it */
 		for (int k = 0, l = tm->llc; k < n && f.load; k++, l = l + 1 < n ? l + 1 : 0)
-			fit_llc(p, t, cookie, l, l == tm->llc ? tm->core_lo : 0, tm->node, pass == 0, &f, probes);
+			fit_llc(p, t, cookie, l, l == tm->llc ? tm->core_lo : 0, tm->node, pass == 0, l != tm->llc, &f,
+				probes);
 	return f.cpu;
 }
 

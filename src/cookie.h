@@ -33,7 +33,12 @@ int place__cookie_refused(struct place *p, int cpu, uint64_t cookie);
 int place__cookie_retry(const struct place *p, int cpu, uint32_t forced, int *retry, int max);
 int place__cookie_idle(struct place *p, int cpu); /* returns 0 */
 void place__cookie_unregister(struct place *p, int cpu);
-int place__cookie_fallback(struct place *p, const place_task *t, int target, bool node_only, uint64_t *probes);
+/* How far a fallback may look: the target's LLC (the waker's CPU, which
+ * wake_affine chose on purpose), its node (a task of a NUMA group), the
+ * machine. */
+enum place_fit_scope { PLACE_FIT_LLC, PLACE_FIT_NODE, PLACE_FIT_MACHINE };
+int place__cookie_fallback(struct place *p, const place_task *t, int target, enum place_fit_scope scope,
+			   uint64_t *probes);
 
 #define PLACE_OCC_COOKIE 0
 #define PLACE_OCC_COUNT 1

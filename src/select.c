@@ -592,11 +592,20 @@ static enum place_stat_id select_idle_cpu(struct wake *w, bool core)
 /* select_idle_sibling()'s answer when it hands the scan on (not a level). */
 enum { SCAN_CORES = -1, SCAN_CPUS = -2 };
 
+/* How far stack_cpu's cookie fallback may look (cookie.h). */
+PLACE_INLINE enum place_fit_scope fit_scope(const struct wake *w)
+{
+	if (w->target == w->waker)
+		return PLACE_FIT_LLC; /* wake_affine chose the waker's cache, as WIDEN respects */
+	return w->group && w->p->numa_count ? PLACE_FIT_NODE : PLACE_FIT_MACHINE;
+}
+
 /* Nothing idle fits: stack on the target; with COOKIES on, once cookies
  * mix on cores (cookie_mixed) or when the target's core does not fit, the
  * least loaded CPU whose core fits, nearest first on a tie (cookie.c: the
- * target, its LLC, its node, the machine; a grouped task's node), counted
- * in cookie_fallbacks when that is not a fitting target. That CPU may be
+ * target, its LLC, its node, the machine; only the LLC when the target is
+ * the waker, as WIDEN leaves it; a grouped task's node), counted in
+ * cookie_fallbacks when that is not a fitting target. That CPU may be
  * idle (the scan was bounded, or the core granule hid it): then it is
  * taken, claimed, like any idle CPU. Sets w->cpu, returns the level. */
 PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
@@ -609,7 +618,7 @@ PLACE_INLINE enum place_stat_id stack_cpu(struct wake *w)
 			    place__cookie_admits(w->p, w->target, w->cookie)))
 		return PLACE_STAT_hit_fallback;
 	probes = w->probes;
-	cpu = place__cookie_fallback(w->p, w->t, w->target, w->group && w->p->numa_count, &probes);
+	cpu = place__cookie_fallback(w->p, w->t, w->target, fit_scope(w), &probes);
 	w->probes = probes;
 	if (cpu != w->target || !place__cookie_admits(w->p, cpu, w->cookie))
 		place__count(w->p, w->counter, map_of(w, cpu)->llc, PLACE_STAT_cookie_fallbacks, 1);

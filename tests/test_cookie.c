@@ -347,33 +347,39 @@ END_TEST
  * The fitting fallback looks beyond the target's LLC. Two LLCs of two SMT2
  * cores, every CPU busy, cookies mixed: core {0,1} (LLC 0) and core {4,5}
  * (LLC 1) run cookie 5, the others cookie 8. Cookie-5 wakeups from prev 0
- * stack in LLC 0 while it is no more loaded than LLC 1 (target first on a
- * tie, then its LLC), then go to core {4,5}, one task less loaded: the
- * cookie's tasks spread over the cores it holds, wherever they are.
+ * stack in LLC 0 while core {4,5} is not two tasks a CPU lighter (target
+ * first on a tie, then its LLC; a move between CPUs one task apart would
+ * only change the task's cache), then go there. Asked for the target's LLC
+ * only (as stack_cpu asks when the target is the waker), the fallback
+ * stays in LLC 0 all the same.
  */
 START_TEST(t_fallback_other_llc)
 {
+	static const int want[] = { 0, 1, 0, 1 };
 	struct env e;
+	uint64_t probes = 0;
 	int cpu;
 
 	env_open(&e, "synthetic:pack:1 l3:2 core:2 pu:2", policies[_i], PLACE_FEAT_DEFAULT, true);
 	for (int k = 0; k < 8; k++)
 		env_run(&e, k, task_c(&e, 40 + k, k / 2 % 2 ? 8 : 5, -1));
 	e.p->cookie_mixed = 1; /* as once two cookies met on a core */
-	ck_assert_int_eq(env_wake(&e, task_c(&e, 0, 5, 0), PLACE_CPU_NONE, 0), 0);
-	ck_assert_int_eq(env_wake(&e, task_c(&e, 1, 5, 0), PLACE_CPU_NONE, 0), 1);
-	cpu = env_wake(&e, task_c(&e, 2, 5, 0), PLACE_CPU_NONE, 0);
-	ck_assert_msg(cpu == 4 || cpu == 5, "%s: third cookie-5 task stacked on CPU %d", policy_name[_i], cpu);
-	ck_assert_int_eq(env_wake(&e, task_c(&e, 3, 5, 0), PLACE_CPU_NONE, 0), cpu ^ 1);
-	ck_assert_uint_eq(env_stats(&e).cookie_fallbacks, 3);
+	for (int k = 0; k < 4; k++)
+		ck_assert_int_eq(env_wake(&e, task_c(&e, k, 5, 0), PLACE_CPU_NONE, 0), want[k]);
+	ck_assert_int_lt(place__cookie_fallback(e.p, task_c(&e, 4, 5, 0), 0, PLACE_FIT_LLC, &probes), 2);
+	cpu = env_wake(&e, &e.task[4], PLACE_CPU_NONE, 0);
+	ck_assert_msg(cpu == 4 || cpu == 5, "%s: fifth cookie-5 task stacked on CPU %d", policy_name[_i], cpu);
+	ck_assert_int_eq(env_wake(&e, task_c(&e, 5, 5, 0), PLACE_CPU_NONE, 0), cpu ^ 1);
+	ck_assert_uint_eq(env_stats(&e).cookie_fallbacks, 4); /* all but the two on the target */
 	env_close(&e);
 }
 END_TEST
 
 /*
  * ... but a task of a NUMA group stays on its node, as WIDEN keeps it: two
- * nodes of one LLC, the same cores and cookies; grouped, the third task
- * stacks on node 0, ungrouped it goes to node 1.
+ * nodes of one LLC, the same cores and cookies; once node 0's cookie-5
+ * CPUs carry three tasks each, a grouped task still stacks on node 0, an
+ * ungrouped one goes to node 1.
  */
 START_TEST(t_fallback_grouped_stays_on_node)
 {
@@ -383,11 +389,11 @@ START_TEST(t_fallback_grouped_stays_on_node)
 	for (int k = 0; k < 8; k++)
 		env_run(&e, k, task_c(&e, 40 + k, k / 2 % 2 ? 8 : 5, -1));
 	e.p->cookie_mixed = 1;
-	ck_assert_int_eq(env_wake(&e, task_c(&e, 0, 5, 0), PLACE_CPU_NONE, 0), 0);
-	ck_assert_int_eq(env_wake(&e, task_c(&e, 1, 5, 0), PLACE_CPU_NONE, 0), 1);
-	ck_assert_int_eq(place_task_set_group(task_c(&e, 2, 5, 0), 1), 0);
-	ck_assert_int_lt(env_wake(&e, &e.task[2], PLACE_CPU_NONE, 0), 4);
-	ck_assert_int_ge(env_wake(&e, task_c(&e, 3, 5, 0), PLACE_CPU_NONE, 0), 4);
+	for (int k = 0; k < 4; k++)
+		ck_assert_int_lt(env_wake(&e, task_c(&e, k, 5, 0), PLACE_CPU_NONE, 0), 2);
+	ck_assert_int_eq(place_task_set_group(task_c(&e, 4, 5, 0), 1), 0);
+	ck_assert_int_lt(env_wake(&e, &e.task[4], PLACE_CPU_NONE, 0), 4);
+	ck_assert_int_ge(env_wake(&e, task_c(&e, 5, 5, 0), PLACE_CPU_NONE, 0), 4);
 	env_close(&e);
 }
 END_TEST
