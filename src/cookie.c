@@ -196,7 +196,7 @@ int place__cookie_fallback(struct place *p, const place_task *t, int target, enu
 	uint64_t cookie = place_load_64(&place__rec((place_task *)t)->cookie);
 	struct fit f = { target, UINT32_MAX };
 	int n = scope == PLACE_FIT_LLC ? 1 : p->topo->nr_llcs;
-	int passes = scope == PLACE_FIT_MACHINE && p->topo->nr_nodes > 1 ? 2 : 1;
+	int passes = scope != PLACE_FIT_NODE && p->topo->nr_nodes > 1 ? 2 : 1; /* an LLC may span nodes */
 
 	if (place__cookie_admits(p, target, cookie))
 		fit_cpu(p, t, target, 0, &f, probes); /* first: target wins a tie */

@@ -399,6 +399,33 @@ START_TEST(t_fallback_grouped_stays_on_node)
 END_TEST
 
 /*
+ * An LLC may span NUMA nodes (one L3 over two nodes, as with sub-NUMA
+ * clustering): limited to the target's LLC, the fallback still looks at
+ * all of it, the other node's half too; limited to the node, only at its
+ * own half. Cores [0 1] and [4 5] run cookie 5, the others 8; CPUs 0 and
+ * 1 carry two tasks each, CPU 4 one.
+ */
+START_TEST(t_fallback_llc_spans_nodes)
+{
+	struct env e;
+	uint64_t probes = 0;
+	place_task *t;
+
+	env_open(&e, "synthetic:pack:1 l3:1 group:2 [numa] core:2 pu:2", PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT,
+		 true);
+	for (int k = 0; k < 8; k++)
+		env_run(&e, k, task_c(&e, 40 + k, k / 2 % 2 ? 8 : 5, -1));
+	e.p->cookie_mixed = 1;
+	ck_assert_int_eq(env_wake(&e, task_c(&e, 0, 5, 0), PLACE_CPU_NONE, 0), 0);
+	ck_assert_int_eq(env_wake(&e, task_c(&e, 1, 5, 0), PLACE_CPU_NONE, 0), 1);
+	t = task_c(&e, 2, 5, 0);
+	ck_assert_int_ge(place__cookie_fallback(e.p, t, 0, PLACE_FIT_LLC, &probes), 4);
+	ck_assert_int_lt(place__cookie_fallback(e.p, t, 0, PLACE_FIT_NODE, &probes), 2);
+	env_close(&e);
+}
+END_TEST
+
+/*
  * A cookie changed while its task runs takes effect at its next run_begin:
  * the run keeps the cookie it started with (a sibling of the old cookie is
  * admitted, of the new one refused), and run_end gives back exactly that.
@@ -749,6 +776,7 @@ static Suite *cookie_suite(void)
 	tcase_add_test(tc, t_fallback_idle_is_claimed);
 	tcase_add_loop_test(tc, t_fallback_other_llc, 0, 3);
 	tcase_add_test(tc, t_fallback_grouped_stays_on_node);
+	tcase_add_test(tc, t_fallback_llc_spans_nodes);
 	tcase_add_loop_test(tc, t_cookie_change_while_running, 0, 2);
 	tcase_add_loop_test(tc, t_feature_off, 0, 2);
 	tcase_add_test(tc, t_park_and_unregister);
