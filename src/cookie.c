@@ -136,14 +136,15 @@ struct fit {
 };
 
 /* cpu into f when allowed, usable and its load plus extra is below f's;
- * *probes counts its state read. */
+ * *probes counts its state read. f's own CPU (the target, seen first) is
+ * not read again. */
 static void fit_cpu(const struct place *p, const place_task *t, int cpu, uint32_t extra, struct fit *f,
 		    uint64_t *probes)
 {
 	uint64_t s;
 	uint32_t load;
 
-	if (!place__allowed(p, t, cpu))
+	if (cpu == f->cpu || !place__allowed(p, t, cpu))
 		return;
 	++*probes;
 	s = place_load_64(&p->cpu[cpu].state);
@@ -161,10 +162,11 @@ static void fit_llc(const struct place *p, const place_task *t, uint64_t cookie,
 	int weight = p->llc[l].weight;
 
 	for (int k = 0; k < weight && f->load;) { /* nothing beats a CPU with no task */
-		const struct place_cpu_map *m = &p->map[place__llc_cpu(p, l, (from + k) % weight)];
+		int first = place__llc_cpu(p, l, (from + k) % weight);
+		const struct place_cpu_map *m = &p->map[first];
 
 		k += m->smt; /* a core's CPUs sit side by side in the LLC, from core_lo */
-		if ((m->node == node) != near || !place__cookie_admits(p, place__sibling(p, m, 0), cookie))
+		if ((m->node == node) != near || !place__cookie_admits(p, first, cookie))
 			continue;
 		for (int i = 0; i < m->smt; i++)
 			fit_cpu(p, t, place__sibling(p, m, i), extra, f, probes);
@@ -194,7 +196,7 @@ int place__cookie_fallback(struct place *p, const place_task *t, int target, enu
 {
 	const struct place_cpu_map *tm = &p->map[target];
 	uint64_t cookie = place_load_64(&place__rec((place_task *)t)->cookie);
-	struct fit f = { target, UINT32_MAX };
+	struct fit f = { -1, UINT32_MAX };
 	int n = scope == PLACE_FIT_LLC ? 1 : p->topo->nr_llcs;
 	int passes = scope != PLACE_FIT_NODE && p->topo->nr_nodes > 1 ? 2 : 1; /* an LLC may span nodes */
 
@@ -204,7 +206,7 @@ int place__cookie_fallback(struct place *p, const place_task *t, int target, enu
 		for (int k = 0, l = tm->llc; k < n && f.load; k++, l = l + 1 < n ? l + 1 : 0)
 			fit_llc(p, t, cookie, l, l == tm->llc ? tm->core_lo : 0, tm->node, pass == 0, l != tm->llc, &f,
 				probes);
-	return f.cpu;
+	return f.cpu >= 0 ? f.cpu : target;
 }
 
 PLACE_EXTERN int place_task_set_cookie(place_task *t, uint64_t cookie)
