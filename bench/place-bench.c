@@ -95,6 +95,7 @@ static const struct topo_def topo_defs[] = {
 	{ "1024", "pack:16 [numa] l3:1 core:32 pu:2(indexes=core)" },
 };
 #define NR_TOPOS ((int)(sizeof(topo_defs) / sizeof(topo_defs[0])))
+enum { T_256 = 2 }; /* topo_defs[T_256]: the 2-thread rows' model */
 
 struct policy_def {
 	const char *name;
@@ -165,7 +166,6 @@ struct opts {
 	unsigned wake_flags; /* --flags: PLACE_WAKE_* of every measured wakeup */
 	bool dump_each;      /* --dump-each: a callgrind dump after each measured wakeup */
 	bool contended;      /* also the 2-thread rows */
-	bool targets;        /* --targets: the project's cost targets, met or missed */
 	unsigned topo_mask;  /* bit i: topo_defs[i] */
 	unsigned load_mask;
 	unsigned policy_mask;
@@ -1067,78 +1067,6 @@ static void print_table(const struct row *rows, int nr, int threads, bool ir)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The project's cost targets (--targets)                                    */
-
-enum { P_LINEAR = 0, P_SIS_CORE = 1, T_16 = 0, T_256 = 2, T_1024 = 3 };
-
-/* value >= limit when at_least, else value < limit; value < 0 = not measured. */
-static void target(const char *what, double value, double limit, bool at_least)
-{
-	if (value < 0) {
-		printf("  %-7s %-58s %8s (target %s %g)\n", "n/a", what, "-",
-		       at_least ? ">=" : "<", limit);
-		return;
-	}
-	printf("  %-7s %-58s %8.2f (target %s %g)\n",
-	       (at_least ? value >= limit : value < limit) ? "MET" : "MISSED", what, value,
-	       at_least ? ">=" : "<", limit);
-}
-
-static double ratio(double num, double den)
-{
-	return num >= 0 && den > 0 ? num / den : -1;
-}
-
-static void targets_speedup(const struct row *rows, int nr, int li)
-{
-	const struct row *lin = find_row(rows, nr, T_256, li, P_LINEAR, 1);
-	const struct row *sis = find_row(rows, nr, T_256, li, P_SIS_CORE, 1);
-	char what[96];
-
-	if (!lin || !sis)
-		return;
-	snprintf(what, sizeof(what), "256 @%d%%: linear/sis_core CPUs probed", load_defs[li]);
-	target(what, ratio(lin->probes, sis->probes), 4, true);
-	snprintf(what, sizeof(what), "256 @%d%%: linear/sis_core wakeup ns (median)", load_defs[li]);
-	target(what, ratio(lin->med[OP_WAKE], sis->med[OP_WAKE]), 2, true);
-}
-
-static void targets_cost(const struct row *rows, int nr, int li)
-{
-	const struct row *sis = find_row(rows, nr, T_256, li, P_SIS_CORE, 1);
-	const struct row *s16 = find_row(rows, nr, T_16, li, P_SIS_CORE, 1);
-	const struct row *s1k = find_row(rows, nr, T_1024, li, P_SIS_CORE, 1);
-	char what[96];
-
-	if (sis) {
-		snprintf(what, sizeof(what), "256 @%d%%: sis_core wakeup instructions (%s)",
-			 load_defs[li], sis->ir_med >= 0 ? "median" : "mean");
-		target(what, sis->ir_med >= 0 ? sis->ir_med : sis->ir[OP_WAKE], 150, false);
-		snprintf(what, sizeof(what), "256 @%d%%: sis_core idle_enter instructions (mean)",
-			 load_defs[li]);
-		target(what, sis->ir[OP_IDLE], 50, false);
-	}
-	if (s16 && s1k) {
-		bool ir = s16->ir[OP_WAKE] > 0 && s1k->ir[OP_WAKE] >= 0;
-
-		snprintf(what, sizeof(what), "@%d%%: sis_core wakeup %s 1024/16 CPUs", load_defs[li],
-			 ir ? "instructions (mean)" : "ns (median)");
-		target(what, ir ? ratio(s1k->ir[OP_WAKE], s16->ir[OP_WAKE])
-				: ratio(s1k->med[OP_WAKE], s16->med[OP_WAKE]), 1.5, false);
-	}
-}
-
-static void print_targets(const struct row *rows, int nr)
-{
-	printf("\ncost targets of the project (instruction targets are n/a without --callgrind):\n");
-	for (int li = 0; li < NR_LOADS; li++)
-		if (load_defs[li] >= 90)
-			targets_speedup(rows, nr, li);
-	for (int li = 0; li < NR_LOADS; li++)
-		targets_cost(rows, nr, li);
-}
-
-/* ------------------------------------------------------------------------ */
 /* Options and main                                                          */
 
 static const char usage_text[] =
@@ -1168,7 +1096,6 @@ static const char usage_text[] =
 	"  --callgrind      also count instructions per call: each row once more\n"
 	"                   under valgrind --tool=callgrind, with min(--calls, 5000)\n"
 	"                   and min(--warmup, 10000)\n"
-	"  --targets        after the tables, the project's cost targets, met or missed\n"
 	"  --one P T L      run one row, print its call counts (for callgrind:\n"
 	"                   valgrind --tool=callgrind --toggle-collect=bench_measured)\n"
 	"  --dump-each      with --one under callgrind: a dump after each measured\n"
@@ -1246,7 +1173,7 @@ static int parse_features(const char *arg, unsigned *out)
 
 enum { O_CALLS = 256, O_WARMUP, O_SEED, O_FEATURES, O_TOPO, O_LOAD, O_POLICY,
        O_NO_CONTENDED, O_CALLGRIND, O_ONE, O_FORMAT, O_WAKER, O_DUMP_EACH, O_WITHOUT, O_GROUPS,
-       O_TARGETS, O_FLAGS };
+       O_FLAGS };
 
 static const struct option long_opts[] = {
 	{ "calls", required_argument, NULL, O_CALLS },
@@ -1265,7 +1192,6 @@ static const struct option long_opts[] = {
 	{ "without", required_argument, NULL, O_WITHOUT },
 	{ "groups", required_argument, NULL, O_GROUPS },
 	{ "flags", required_argument, NULL, O_FLAGS },
-	{ "targets", no_argument, NULL, O_TARGETS },
 	OPT_COMMON_LONGOPTS,
 	{ NULL, 0, NULL, 0 },
 };
@@ -1307,7 +1233,6 @@ static int parse_opt(int c, const char *arg, struct opts *o, const char **one)
 	case O_POLICY: return (o->policy_mask = MASK_OF("policy", arg, policy_defs)) ? 0 : -1;
 	case O_NO_CONTENDED: o->contended = false; return 0;
 	case O_CALLGRIND: o->callgrind = true; return 0;
-	case O_TARGETS: o->targets = true; return 0;
 	case O_ONE: *one = arg; return 0;
 	case O_FORMAT:
 		if ((i = opt_choice(PROG, "format", arg, formats, 2)) < 0)
@@ -1484,8 +1409,6 @@ static void print_all(const struct opts *o, const struct row *rows, int nr)
 		printf("\n2 threads on one instance (this machine's CPUs), 256-CPU model:\n");
 		print_table(rows, nr, 2, false);
 	}
-	if (o->targets)
-		print_targets(rows, nr);
 }
 
 int main(int argc, char **argv)

@@ -155,6 +155,22 @@ static int cmp_u64(const void *a, const void *b)
 
 static const char *const wname[] = { "fib", "pingpong", "short" };
 
+#define PROG "place-ultbench"
+
+static const char usage[] =
+	"usage: place-ultbench [options]\n"
+	"  --topology SRC  place_topo_load() source, e.g. synthetic:... or xml:FILE\n"
+	"                  (default: this machine, or PLACE_TOPOLOGY)\n"
+	"  --workers N     at most N workers, on the first CPUs (default 0: one per CPU)\n"
+	"  --runs N        runs of each mode per workload, 1..99; the median is shown\n"
+	"                  (default 7)\n"
+	"  --fib N         fib: fork-join fib(N) (default 20)\n"
+	"  --pairs P       pingpong: P pairs of ULTs (default 2)\n"
+	"  --rounds R      pingpong: R hand-offs each way per pair (default 20000)\n"
+	"  --short N       short: N ULTs that each yield once (default 20000)\n"
+	"  --no-pin        do not pin the workers (default: pinned)\n"
+	"  --help, --version\n";
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -162,12 +178,14 @@ int main(int argc, char **argv)
 		{ "runs", required_argument, 0, 'r' },     { "fib", required_argument, 0, 'f' },
 		{ "pairs", required_argument, 0, 'p' },    { "rounds", required_argument, 0, 'R' },
 		{ "short", required_argument, 0, 's' },    { "no-pin", no_argument, 0, 'n' },
-		{ "help", no_argument, 0, 'h' },           { 0, 0, 0, 0 }
+		{ "help", no_argument, 0, 'h' },           { "version", no_argument, 0, 'V' },
+		{ 0, 0, 0, 0 }
 	};
 	struct opts o = { NULL, 0, 7, 20, 2, 20000, 20000, 0 };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	opterr = 0; /* one line naming the option, as the other tools (tools/opt.c) */
+	while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
 		switch (c) {
 		case 't': o.topology = optarg; break;
 		case 'w': o.workers = atoi(optarg); break;
@@ -177,12 +195,24 @@ int main(int argc, char **argv)
 		case 'R': o.rounds = atoi(optarg); break;
 		case 's': o.nshort = atoi(optarg); break;
 		case 'n': o.no_pin = 1; break;
+		case 'h': fputs(usage, stdout); return 0;
+		case 'V': /* as tools/opt.c's --version */
+			printf("%s (libplace) %s, library %s\n", PROG, PACKAGE_VERSION,
+			       place_version_string());
+			return 0;
 		default:
-			printf("usage: place-ultbench [--topology SRC] [--workers N] [--runs N (7)]\n"
-			       "       [--fib N (20)] [--pairs P (2)] [--rounds R (20000)] [--short N (20000)]\n"
-			       "       [--no-pin]\n");
-			return c == 'h' ? 0 : 2;
+			if (c == ':')
+				fprintf(stderr, PROG ": option '%s' needs a value (see --help)\n",
+					argv[optind - 1]);
+			else
+				fprintf(stderr, PROG ": unknown option '%s' (see --help)\n",
+					argv[optind - 1]);
+			return 2;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+		return 2;
 	}
 	if (o.runs < 1 || o.runs > 99)
 		o.runs = 7;

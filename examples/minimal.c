@@ -12,6 +12,7 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -69,12 +70,28 @@ int main(int argc, char **argv)
 	check(place_stats_read(p, -1, &st), "place_stats_read");
 	printf("%s: %d CPUs, %d LLCs\n", place_topo_source(topo), place_topo_nr_cpus(topo),
 	       place_topo_nr_llcs(topo));
-	printf("wakeups %llu: on prev %llu, target %llu, idle core %llu, idle cpu %llu, stacked %llu; "
-	       "%llu claims, %.2f CPUs probed per wakeup\n",
-	       (unsigned long long)st.wakeups, (unsigned long long)st.hit_prev,
-	       (unsigned long long)st.hit_target, (unsigned long long)st.hit_idle_core,
-	       (unsigned long long)st.hit_idle_cpu, (unsigned long long)st.hit_fallback,
-	       (unsigned long long)st.claims, (double)st.cpus_probed / (double)st.wakeups);
+	/* Every wakeup counts in exactly one hit_* level, so the levels add up to
+	 * wakeups (hit_cluster aside: a share of the idle core, idle cpu and
+	 * sibling hits). The target is the CPU wake-affine chose: prev, or the
+	 * waker's CPU; with PLACE_CPU_NONE it is always prev, so the "prev" level
+	 * (prev idle when the target was the waker's CPU) stays 0 here. */
+	const struct {
+		const char *label;
+		uint64_t n;
+	} level[] = {
+		{ "target", st.hit_target },       { "prev", st.hit_prev },
+		{ "recent", st.hit_recent },       { "prev's SMT sibling", st.hit_prev_smt },
+		{ "idle core", st.hit_idle_core }, { "idle cpu", st.hit_idle_cpu },
+		{ "sibling rescan", st.hit_sibling }, { "beyond the LLC", st.hit_widened },
+		{ "stacked", st.hit_fallback },
+	};
+	printf("wakeups %llu =", (unsigned long long)st.wakeups);
+	for (size_t i = 0; i < sizeof(level) / sizeof(level[0]); i++)
+		printf("%s %s %llu", i ? " +" : "", level[i].label, (unsigned long long)level[i].n);
+	printf(" (of the scan hits, %llu in the target's cluster)\n",
+	       (unsigned long long)st.hit_cluster);
+	printf("%llu claims, %.2f CPUs probed per wakeup\n", (unsigned long long)st.claims,
+	       (double)st.cpus_probed / (double)st.wakeups);
 	place_destroy(p);
 	place_topo_free(topo);
 	return 0;

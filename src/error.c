@@ -118,7 +118,8 @@ PLACE_EXTERN const char *place_strerror(int err)
 	case EEXIST:
 		return "already registered";
 	case ESRCH:
-		return "no registered worker is allowed for this task";
+		return "no worker for this task: none has registered yet, or none serves a CPU "
+		       "the task may use";
 	case EBUSY:
 		return "busy: the worker still runs a task, or another cookie runs on its core";
 	case EALREADY:
@@ -127,6 +128,14 @@ PLACE_EXTERN const char *place_strerror(int err)
 		return "index out of range";
 	case ENOSPC:
 		return "limit reached";
+	case EXDEV:
+		return "the task record is held by another instance, or the topology is not a "
+		       "restriction of the instance's";
+	case EAGAIN:
+		return "not now: nothing idle was found, or (core scheduling) the core does not "
+		       "admit the switch";
+	case EPERM:
+		return "the task's cpu_set_t does not allow this CPU";
 	default:
 		return strerror(err);
 	}

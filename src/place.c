@@ -337,7 +337,12 @@ static struct place_bound *bind_caller(int cpu, int *err)
 	CPU_ZERO_S(size, set);
 	CPU_SET_S((size_t)cpu, size, set);
 	if (sched_setaffinity(0, size, set)) {
-		*err = place__fail(-errno, "sched_setaffinity(cpu %d) failed", cpu);
+		int e = errno;
+
+		*err = place__fail(-e, "place_worker_register: sched_setaffinity(cpu %d) failed (%s): "
+				   "under a modelled topology (PLACE_TOPOLOGY, a synthetic: or xml: "
+				   "source) the CPU may not exist on this machine; register without "
+				   "PLACE_WORKER_BIND then", cpu, strerror(e));
 		drop_bound(b);
 		b = NULL;
 	}
