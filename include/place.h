@@ -259,8 +259,11 @@ enum place_policy {
  * comes first); a NUMA move adds one compare-and-swap. */
 #define PLACE_FEAT_NUMA         (1u << 6)
 /* Beyond the LLC (sched_ext's order): when the target's LLC has nothing
- * idle for t, a whole idle core in the target's node, then anywhere; then
- * an idle CPU in the node, then anywhere; claimed like any idle answer,
+ * idle for t, a whole idle core in the target's node, then on the other
+ * nodes, the nearest first (hwloc's NUMA latencies where the topology has
+ * them, as the kernel's NUMA levels; else every other node is as far, in
+ * LLC order from the target's); then an idle CPU in the node, then on the
+ * others likewise; claimed like any idle answer,
  * counted in hit_widened. For runtimes without an idle balancer (the
  * kernel has one to rescue a stacked task): on by default; turn it off
  * when the runtime's thieves already pull work across LLCs. Bounded: it
@@ -638,8 +641,9 @@ PLACE_EXTERN size_t place_task_size(void);
  * nothing idle is found in the target's LLC and the target is not the
  * waker's CPU (wake_affine's pull stays, as sched_ext keeps a SYNC wakee on
  * the waker), PLACE_FEAT_WIDEN looks beyond it: a whole idle core in the
- * target's node, then anywhere, then an idle CPU likewise (hit_widened; a
- * task with a NUMA group stays on the target's node). When nothing idle is
+ * target's node, then on the other nodes nearest first, then an idle CPU
+ * likewise (hit_widened; a task with a NUMA group stays on the target's
+ * node). When nothing idle is
  * found the target
  * itself is returned (the task stacks there; counted in hit_fallback).
  *
@@ -960,7 +964,9 @@ PLACE_EXTERN int place_task_forget(place *p, place_task *t);
 
 /* The CPUs an idle worker on cpu should try to steal from, nearest first: its
  * SMT siblings, the rest of its LLC, the rest of its NUMA node, the rest of
- * its package, then everything else. Within each ring the order starts just
+ * its package, then the other nodes, nearest first by hwloc's NUMA
+ * latencies (nodes as far share a ring; without latencies, one ring).
+ * Within each ring the order starts just
  * after cpu and wraps, so thieves that go idle together try different victims
  * first. Only CPUs with a registered worker in the current topology
  * (place_set_topology) are listed; cpu itself never is. cpu itself needs
@@ -976,8 +982,8 @@ PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max);
 /* An idle CPU near cpu, claimed: for a runtime that wants to wake a parked
  * thief to take work queued on cpu (no task yet, so no place_wakeup).
  * Nearest first: an SMT sibling of cpu, then its cluster (see
- * PLACE_FEAT_CLUSTER), the rest of its LLC, its NUMA node, the machine;
- * cpu itself never. Inside cpu's LLC every candidate of the idle mask is
+ * PLACE_FEAT_CLUSTER), the rest of its LLC, its NUMA node, the other
+ * nodes nearest first (as PLACE_FEAT_WIDEN); cpu itself never. Inside cpu's LLC every candidate of the idle mask is
  * looked at; beyond it, only LLCs whose mask may hold an idle CPU, at most
  * 8 candidates in all with PLACE_RUNTIME_THIEVES, every one without (the
  * budget of PLACE_FEAT_WIDEN's idle-CPU pass, which does not switch this

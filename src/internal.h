@@ -465,8 +465,12 @@ struct place {
 	bool busy_stays;              /* BUSY_STAYS on and the runtime has thieves (select.c) */
 	struct place_span *clu;       /* [nr_cpus] each CPU's cluster in its LLC */
 	int llc_words;                /* words of a mask of LLCs */
-	uint64_t *node_llcs;          /* [nr_nodes][words of nr_llcs] each node's LLCs (by
-	                               * their first CPU's node) */
+	int nr_rings;                 /* rings per node: 1 + most distinct distances to others */
+	int *node_ring;               /* [nr_nodes][nr_nodes] the ring of node b seen from a:
+	                               * 0 a itself, k its k-th distance (ties share one) */
+	uint64_t *node_rings;         /* [nr_nodes][nr_rings][llc_words] node a's ring k: the
+	                               * LLCs (by their first CPU's node) of the nodes at
+	                               * a's k-th distance, ring 0 its own (widen.c) */
 	/* The LLC summary, bit l = LLC l's mask may be non-empty. Set (RMW) by
 	 * whoever sets a mask bit that was clear, cleared (RMW) by a search
 	 * that saw the mask empty; read relaxed. Protocol in widen.h. */

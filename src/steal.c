@@ -5,7 +5,8 @@
  * SMT sibling has work.
  *
  * Rings, nearest first: SMT siblings, the rest of the LLC, the rest of the
- * NUMA node, the rest of the package, everything else. Within a ring the walk
+ * NUMA node, the rest of the package, then the other nodes, nearest first
+ * by hwloc's latencies (one ring without them). Within a ring the walk
  * starts just after the thief in dense CPU order and wraps, so thieves that
  * go idle together do not all hit the same victim first.
  *
@@ -22,10 +23,13 @@
 #include "cookie.h"
 #include "internal.h"
 
-enum steal_ring { RING_CORE, RING_LLC, RING_NODE, RING_PACKAGE, RING_REST, NR_RINGS };
+enum steal_ring { RING_CORE, RING_LLC, RING_NODE, RING_PACKAGE, RING_REST /* and after, by node distance */ };
 
-static enum steal_ring ring_of(const struct place_topo *t, int a, int b)
+/* Beyond the package, the nearer nodes first (p->node_ring: hwloc's
+ * latencies; without them every other node is one ring). */
+static int ring_of(const struct place *p, int a, int b)
 {
+	const struct place_topo *t = p->topo;
 	const struct place_topo_cpu *x = &t->cpu[a], *y = &t->cpu[b];
 
 	if (x->core == y->core)
@@ -36,7 +40,7 @@ static enum steal_ring ring_of(const struct place_topo *t, int a, int b)
 		return RING_NODE;
 	if (x->package >= 0 && x->package == y->package)
 		return RING_PACKAGE;
-	return RING_REST;
+	return RING_REST - 1 + p->node_ring[x->node * t->nr_nodes + y->node];
 }
 
 /* A victim: a registered worker in the current topology. A worker whose
@@ -60,11 +64,11 @@ PLACE_EXTERN int place_steal_order(const place *p, int cpu, int *out, int max)
 	if (max < 0 || (max > 0 && !out))
 		return -EINVAL;
 	t = p->topo;
-	for (int ring = 0; ring < NR_RINGS; ring++) {
+	for (int ring = 0; ring < RING_REST - 1 + p->nr_rings; ring++) {
 		for (int i = 1; i < t->nr_cpus; i++) {
 			int v = (self + i) % t->nr_cpus;
 
-			if ((int)ring_of(t, self, v) != ring || !victim(p, v))
+			if (ring_of(p, self, v) != ring || !victim(p, v))
 				continue;
 			if (n < max)
 				out[n] = t->os_of[v];

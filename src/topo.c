@@ -452,7 +452,36 @@ static int read_pus(hwloc_topology_t t, hwloc_const_bitmap_t usable, const char 
 	return 0;
 }
 
-static int load_records(const struct src *s, struct pu_rec **recs, int *nr)
+/* hwloc's first NUMA latency matrix, rows and columns in its order: n
+ * nodes (0: none), os[i] the OS index of the i-th (-1: unknown). */
+struct latency {
+	unsigned n;
+	int *os;
+	uint64_t *val; /* [n * n], from row to column */
+};
+
+static int read_latency(hwloc_topology_t t, struct latency *lat)
+{
+	struct hwloc_distances_s *d = NULL;
+	unsigned nr = 1, n;
+
+	if (hwloc_distances_get_by_type(t, HWLOC_OBJ_NUMANODE, &nr, &d, HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) < 0 ||
+	    !nr || !d)
+		return 0; /* none: every other node is as far */
+	n = d->nbobjs;
+	lat->os = malloc(n * sizeof(*lat->os) + 1);
+	lat->val = malloc((size_t)n * n * sizeof(*lat->val) + 1);
+	if (lat->os && lat->val) {
+		for (unsigned i = 0; i < n; i++)
+			lat->os[i] = d->objs[i] ? idx(d->objs[i]->os_index) : -1;
+		memcpy(lat->val, d->values, (size_t)n * n * sizeof(*lat->val));
+		lat->n = n;
+	}
+	hwloc_distances_release(t, d);
+	return lat->n == n ? 0 : -ENOMEM;
+}
+
+static int load_records(const struct src *s, struct pu_rec **recs, int *nr, struct latency *lat)
 {
 	hwloc_topology_t t = NULL;
 	hwloc_bitmap_t usable;
@@ -464,6 +493,8 @@ static int load_records(const struct src *s, struct pu_rec **recs, int *nr)
 	err = usable ? usable_cpuset(t, s, usable) : -ENOMEM;
 	if (err == 0)
 		err = read_pus(t, usable, s->name, recs, nr);
+	if (err == 0)
+		err = read_latency(t, lat);
 	hwloc_bitmap_free(usable);
 	hwloc_topology_destroy(t);
 	if (err == -ENOMEM)
@@ -739,14 +770,46 @@ PLACE_EXTERN void place_topo_free(place_topo *t)
 	free(t->llc_start);
 	free(t->llc_cpus);
 	free(t->node_os);
+	free(t->node_dist);
 	free(t);
 }
 
-static int build_topo(place_topo **out, const struct src *s, const struct pu_rec *recs, int n)
+/* node_dist from hwloc's matrix, by each dense node's OS index: a stand-in
+ * node or one the matrix lacks has no value (0). */
+static int fill_node_dist(struct place_topo *t, const struct latency *lat)
+{
+	int nn = t->nr_nodes, *row = zalloc((size_t)nn, sizeof(int));
+
+	if (!lat->n || nn < 2) {
+		free(row);
+		return 0;
+	}
+	if (!row || !(t->node_dist = zalloc((size_t)nn * (size_t)nn, sizeof(int)))) {
+		free(row);
+		return -ENOMEM;
+	}
+	for (int a = 0; a < nn; a++) {
+		row[a] = -1;
+		for (unsigned i = 0; i < lat->n && t->node_os[a] >= 0; i++)
+			if (lat->os[i] == t->node_os[a])
+				row[a] = (int)i;
+	}
+	for (int a = 0; a < nn; a++)
+		for (int b = 0; b < nn && row[a] >= 0; b++) {
+			uint64_t v = row[b] >= 0 ? lat->val[(size_t)row[a] * lat->n + (size_t)row[b]] : 0;
+
+			t->node_dist[a * nn + b] = v > INT32_MAX ? INT32_MAX : (int)v;
+		}
+	free(row);
+	return 0;
+}
+
+static int build_topo(place_topo **out, const struct src *s, const struct pu_rec *recs, int n,
+		      const struct latency *lat)
 {
 	place_topo *t = calloc(1, sizeof(*t));
 
-	if (!t || !(t->source = strdup(s->name)) || flatten(t, recs, n) < 0) {
+	if (!t || !(t->source = strdup(s->name)) || flatten(t, recs, n) < 0 || fill_node_dist(t, lat) < 0) {
 		place_topo_free(t);
 		return place__fail(-ENOMEM, "%s: out of memory", s->name);
 	}
@@ -780,6 +843,7 @@ PLACE_EXTERN int place_topo_load(place_topo **out, const char *source)
 {
 	struct src s = { SRC_LIVE, "live", NULL };
 	struct pu_rec *recs = NULL;
+	struct latency lat = { 0, NULL, NULL };
 	int n = 0, err;
 
 	place__clear_error();
@@ -788,15 +852,17 @@ PLACE_EXTERN int place_topo_load(place_topo **out, const char *source)
 	*out = NULL;
 	err = parse_source(source, &s);
 	if (err == 0)
-		err = load_records(&s, &recs, &n);
+		err = load_records(&s, &recs, &n, &lat);
 	if (err == 0 && n == 0)
 		err = place__fail(-ENODEV, "%s: no usable CPU (allowed cpuset%s is empty)", s.name,
 				  s.kind == SRC_LIVE || s.kind == SRC_PROCESS ? " and affinity mask intersection" : "");
 	if (err == 0)
 		err = check_unique_os(&s, recs, n);
 	if (err == 0)
-		err = build_topo(out, &s, recs, n);
+		err = build_topo(out, &s, recs, n, &lat);
 	free(recs);
+	free(lat.os);
+	free(lat.val);
 	return err;
 }
 
@@ -831,6 +897,7 @@ struct place_topo *place__topo_dup(const struct place_topo *s)
 	t->llc_start = dup_mem(s->llc_start, (size_t)s->nr_llcs + 1, is, &failed);
 	t->llc_cpus = dup_mem(s->llc_cpus, n, is, &failed);
 	t->node_os = dup_mem(s->node_os, (size_t)s->nr_nodes, is, &failed);
+	t->node_dist = s->node_dist ? dup_mem(s->node_dist, (size_t)s->nr_nodes * (size_t)s->nr_nodes, is, &failed) : NULL;
 	if (failed) {
 		place_topo_free(t);
 		return NULL;

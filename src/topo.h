@@ -56,6 +56,10 @@ struct place_topo {
 	int *llc_start;         /* [nr_llcs + 1] */
 	int *llc_cpus;          /* [nr_cpus] */
 	int *node_os;           /* [nr_nodes] OS index of each node, -1 for a stand-in node */
+	/* hwloc's NUMA latency matrix (NUMALatency: 10 local, as ACPI SLIT),
+	 * from node a to node b at [a * nr_nodes + b], 0 where hwloc has no
+	 * value; NULL when it has none (every other node as far). */
+	int *node_dist;
 };
 
 /* Deep copy (for an instance that outlives the caller's topology). NULL on ENOMEM. */

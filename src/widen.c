@@ -4,8 +4,8 @@
  * that bounds the search.
  *
  * WIDEN is sched_ext's order (scx_select_cpu_dfl()) after the kernel's LLC
- * search found nothing: a whole idle core in the target's node, then
- * anywhere; an idle CPU in the node, then anywhere. The kernel leaves that
+ * search found nothing: a whole idle core in the target's node, then on
+ * the other nodes, nearest first; an idle CPU likewise. The kernel leaves that
  * to its idle balancer; a runtime has none, so the task would stack.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
@@ -13,7 +13,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cookie.h"
 #include "idle.h"
@@ -48,15 +50,81 @@ static struct place_span cluster_span(const struct place *p, int cpu)
 	return (struct place_span){ lo, n };
 }
 
+/* How far node b is from a: hwloc's latency, 1 for every other node
+ * without a matrix, an unknown value the farthest. */
+static int node_far(const struct place_topo *t, int a, int b)
+{
+	int v = t->node_dist ? t->node_dist[a * t->nr_nodes + b] : 1;
+
+	return v > 0 ? v : INT_MAX;
+}
+
+/* ring[a * nr_nodes + b]: the ring of node b seen from a, 0 for a itself,
+ * k for the k-th smallest of a's distances to its other nodes (ties share
+ * a ring); *nr the rings of the node that has most. NULL on ENOMEM. */
+static int *ring_table(const struct place_topo *t, int *nr)
+{
+	int nn = t->nr_nodes, *ring = calloc((size_t)nn * (size_t)nn, sizeof(int)), *u = malloc((size_t)nn * sizeof(int));
+
+	*nr = 1;
+	for (int a = 0; ring && u && a < nn; a++) {
+		int m = 0; /* a's distinct distances, u[0 .. m) ascending */
+
+		for (int b = 0; b < nn; b++) {
+			int d = node_far(t, a, b), i = 0;
+
+			while (b != a && i < m && u[i] < d)
+				i++;
+			if (b == a || (i < m && u[i] == d))
+				continue;
+			memmove(&u[i + 1], &u[i], (size_t)(m - i) * sizeof(int));
+			u[i] = d;
+			m++;
+		}
+		for (int b = 0; b < nn; b++)
+			for (int i = 0; b != a && i < m; i++)
+				if (u[i] == node_far(t, a, b))
+					ring[a * nn + b] = i + 1;
+		if (m + 1 > *nr)
+			*nr = m + 1;
+	}
+	free(u);
+	return ring;
+}
+
+/* node_ring and node_rings (internal.h): a search beyond the target's
+ * node (and a thief's steal order, steal.c) visits the nearer nodes
+ * before the farther ones; the LLCs of one ring in LLC order from the
+ * target's. */
+static int build_rings(struct place *p)
+{
+	const struct place_topo *t = p->topo;
+	int words = PLACE_MASK_WORDS(t->nr_llcs);
+
+	p->node_ring = ring_table(t, &p->nr_rings);
+	p->node_rings = p->node_ring ? calloc((size_t)t->nr_nodes * (size_t)p->nr_rings * (size_t)words,
+					      sizeof(uint64_t))
+				     : NULL;
+	if (!p->node_rings)
+		return -ENOMEM;
+	for (int l = 0; l < t->nr_llcs; l++) {
+		int node = p->map[place__llc_cpu(p, l, 0)].node; /* its first CPU's */
+
+		for (int a = 0; a < t->nr_nodes; a++)
+			p->node_rings[(a * p->nr_rings + p->node_ring[a * t->nr_nodes + node]) * words + l / 64] |=
+				UINT64_C(1) << (l % 64);
+	}
+	return 0;
+}
+
 int place__widen_create(struct place *p)
 {
 	const struct place_topo *t = p->topo;
 
 	p->clu = calloc((size_t)t->nr_cpus, sizeof(*p->clu));
-	p->node_llcs = calloc((size_t)t->nr_nodes * PLACE_MASK_WORDS(t->nr_llcs), sizeof(uint64_t));
 	p->llc_idle = aligned_alloc(PLACE_CACHELINE, (size_t)(PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 64);
 	p->llc_cores = aligned_alloc(PLACE_CACHELINE, (size_t)(PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 64);
-	if (!p->clu || !p->node_llcs || !p->llc_idle || !p->llc_cores)
+	if (!p->clu || !p->llc_idle || !p->llc_cores || build_rings(p) < 0)
 		return -ENOMEM;
 	for (int i = 0; i < (PLACE_MASK_WORDS(t->nr_llcs) + 7) / 8 * 8; i++)
 		p->llc_idle[i] = p->llc_cores[i] = 0;
@@ -65,9 +133,6 @@ int place__widen_create(struct place *p)
 		p->llc_cores[l / 64] |= UINT64_C(1) << (l % 64);
 		p->llc[l].summary = &p->llc_idle[l / 64];
 		p->llc[l].summary_bit = UINT64_C(1) << (l % 64);
-		int node = p->map[place__llc_cpu(p, l, 0)].node; /* its first CPU's */
-
-		p->node_llcs[node * PLACE_MASK_WORDS(t->nr_llcs) + l / 64] |= UINT64_C(1) << (l % 64);
 	}
 	p->llc_words = PLACE_MASK_WORDS(t->nr_llcs);
 	p->widen = place__feat(p, PLACE_FEAT_WIDEN) && p->policy != PLACE_POLICY_LINEAR && t->nr_llcs > 1;
@@ -83,7 +148,8 @@ int place__widen_create(struct place *p)
 void place__widen_destroy(struct place *p)
 {
 	free(p->clu);
-	free(p->node_llcs);
+	free(p->node_ring);
+	free(p->node_rings);
 	free(p->llc_idle);
 	free(p->llc_cores);
 }
@@ -259,12 +325,11 @@ PLACE_NOINLINE bool hunt_llc(struct place_hunt *h, int l, const uint64_t *mask, 
 	return false;
 }
 
-/* The LLCs of word i a pass looks at: summary bit set, in the ring (far 0:
- * the target's node, whose LLCs are node[], 1: the others), and for a
- * whole core in llc_cores (the others have none to look for). */
-PLACE_INLINE uint64_t ring_word(const struct place *p, const uint64_t *node, int i, bool far, bool whole)
+/* The LLCs of word i a pass looks at: summary bit set, in the ring, and
+ * for a whole core in llc_cores (the others have none to look for). */
+PLACE_INLINE uint64_t ring_word(const struct place *p, const uint64_t *ring, int i, bool whole)
 {
-	uint64_t bits = place_load_64(&p->llc_idle[i]) & (far ? ~node[i] : node[i]);
+	uint64_t bits = place_load_64(&p->llc_idle[i]) & ring[i];
 
 	return whole && p->cores_summary ? bits & place_load_64(&p->llc_cores[i]) : bits;
 }
@@ -281,31 +346,31 @@ PLACE_INLINE int hunt_visit(struct place_hunt *h, const struct place_cpu_map *tm
 	return h->budget > 0;
 }
 
-/* One ring of LLCs whose bit ring_word() gives, from the target's LLC on
- * and wrapping, each visited while the budget lasts and *seen stays below
+/* One ring of LLCs (ring: its mask) whose bit ring_word() gives, from the
+ * target's LLC on and wrapping, each visited while the budget lasts and *seen stays below
  * PLACE_WIDEN_LLCS. Up to 64 LLCs, one word rotated so that the ring's
  * order is its bits' order. Beyond, one word at a time, the target's word
  * twice (above the target first, below it last), each read when its turn
  * comes (the LLCs visited before it change only their own bits): a search
  * that ends in its first LLCs reads no further. Returns -1 when found, 0
  * when the budget ran out, else 1. */
-PLACE_INLINE int hunt_ring(struct place_hunt *h, const struct place_cpu_map *tm, bool far, bool whole, int *seen)
+PLACE_INLINE int hunt_ring(struct place_hunt *h, const struct place_cpu_map *tm, const uint64_t *ring, bool whole,
+			  int *seen)
 {
 	const struct place *p = h->p;
 	int words = p->llc_words, w0 = (int)((unsigned)tm->llc / 64), r = 1;
-	const uint64_t *node = &p->node_llcs[tm->node * words];
 	unsigned after = ((unsigned)tm->llc + 1) % 64; /* the bit after the target's */
 	uint64_t self = UINT64_C(1) << ((unsigned)tm->llc % 64), bits;
 
 	if (words == 1) {
-		bits = ring_word(p, node, 0, far, whole) & ~self;
+		bits = ring_word(p, ring, 0, whole) & ~self;
 		bits = after ? bits >> after | bits << (64 - after) : bits;
 		for (; bits && *seen < PLACE_WIDEN_LLCS && r > 0; bits &= bits - 1)
 			r = hunt_visit(h, tm, (int)(((unsigned)__builtin_ctzll(bits) + after) % 64), whole, seen);
 		return r;
 	}
 	for (int k = 0, i = w0; k <= words; k++, i = i + 1 < words ? i + 1 : 0) {
-		bits = ring_word(p, node, i, far, whole);
+		bits = ring_word(p, ring, i, whole);
 		if (i == w0)
 			bits &= k == 0 ? ~(self | (self - 1)) : self - 1;
 		for (; bits && *seen < PLACE_WIDEN_LLCS && r > 0; bits &= bits - 1)
@@ -316,22 +381,27 @@ PLACE_INLINE int hunt_ring(struct place_hunt *h, const struct place_cpu_map *tm,
 	return 1;
 }
 
-/* A pass over the LLCs in order, at most PLACE_WIDEN_LLCS, with a fresh
- * budget (widen.h: the whole-core pass's, the idle-CPU pass's): found, or
- * not. */
-PLACE_INLINE bool hunt_rings(struct place_hunt *h, const struct place_cpu_map *tm, bool node_only, bool whole)
+/* A pass over the LLCs ring by ring, from ring (the target's node's) to
+ * end (the nearest other nodes first), at most PLACE_WIDEN_LLCS, with a
+ * fresh budget (widen.h: the whole-core pass's, the idle-CPU pass's):
+ * found, or not. */
+PLACE_INLINE bool hunt_rings(struct place_hunt *h, const struct place_cpu_map *tm, const uint64_t *ring,
+			     const uint64_t *end, bool whole)
 {
 	int seen = 0, r;
 
 	h->budget = whole ? PLACE_WIDEN_BUDGET : h->p->widen_budget;
-	r = hunt_ring(h, tm, false, whole, &seen);
-	return r < 0 || (r > 0 && !node_only && hunt_ring(h, tm, true, whole, &seen) < 0);
+	do
+		r = hunt_ring(h, tm, ring, whole, &seen);
+	while (r > 0 && (ring += h->p->llc_words) < end);
+	return r < 0;
 }
 
 /*
  * Beyond the target's LLC, in sched_ext's order: a whole idle core (cores)
- * in the target's node, then anywhere; an idle CPU in the node, then
- * anywhere (node_only: never off the node). Only LLCs whose summary bit is
+ * in the target's node, then on the other nodes, the nearest first (by
+ * hwloc's latencies, node_rings); an idle CPU in the node, then on the
+ * others likewise (node_only: never off the node). Only LLCs whose summary bit is
  * set are visited, at most PLACE_WIDEN_LLCS of them, and at most
  * PLACE_WIDEN_BUDGET mask bits (one core each) for a whole core, as many
  * for an idle CPU. The idle-CPU pass reads llc_idle again: the
@@ -341,9 +411,12 @@ PLACE_INLINE bool hunt_rings(struct place_hunt *h, const struct place_cpu_map *t
  */
 bool place__widen(struct place_hunt *h, int target, bool node_only, bool cores)
 {
-	const struct place_cpu_map *tm = &h->p->map[target];
+	const struct place *p = h->p;
+	const struct place_cpu_map *tm = &p->map[target];
+	const uint64_t *ring = &p->node_rings[tm->node * p->nr_rings * p->llc_words]; /* its node's */
+	const uint64_t *end = ring + (node_only ? 1 : p->nr_rings) * p->llc_words;
 
-	return (cores && hunt_rings(h, tm, node_only, true)) || hunt_rings(h, tm, node_only, false);
+	return (cores && hunt_rings(h, tm, ring, end, true)) || hunt_rings(h, tm, ring, end, false);
 }
 
 /* ---- the thief query --------------------------------------------------- */

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* CPU_SET_S */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "place.h"
@@ -73,6 +74,24 @@ START_TEST(package_ring_between_node_and_rest)
 	open_all(&f, TOPO_NPS2);
 	assert_order(f.p, 0, from0, 7);
 	assert_order(f.p, 6, from6, 7);
+	close_all(&f);
+}
+END_TEST
+
+/* Beyond the package, the nearer nodes first, by hwloc's latencies: the
+ * fixture's node 2 is nearest node 0 (20), nodes 1 and 3 are 30 away (one
+ * ring, in order after the thief); node 3 is nearest node 1. */
+START_TEST(other_nodes_by_distance)
+{
+	struct fixture f;
+	char path[4096], source[4200];
+	static const int from0[] = { 1, 4, 5, 2, 3, 6, 7 };
+	static const int from3[] = { 2, 6, 7, 4, 5, 0, 1 };
+
+	snprintf(source, sizeof(source), "xml:%s", place_test_path(path, sizeof(path), "fixtures/numa-distances.xml"));
+	open_all(&f, source);
+	assert_order(f.p, 0, from0, 7);
+	assert_order(f.p, 3, from3, 7);
 	close_all(&f);
 }
 END_TEST
@@ -197,6 +216,7 @@ int main(void)
 
 	tcase_add_test(tc, rings_nearest_first);
 	tcase_add_test(tc, package_ring_between_node_and_rest);
+	tcase_add_test(tc, other_nodes_by_distance);
 	tcase_add_test(tc, only_registered_victims);
 	tcase_add_test(tc, truncates_and_counts);
 	tcase_add_test(tc, zen3_permutation_and_spread);

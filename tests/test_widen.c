@@ -93,6 +93,62 @@ START_TEST(t_widen_order)
 }
 END_TEST
 
+/* 4 nodes of one LLC of 2 cores (CPUs 2n, 2n + 1 on node n) whose hwloc
+ * latency matrix puts node 2 nearest node 0 (20) and nodes 1 and 3 at 30;
+ * node 3 nearest node 1. */
+#define FIXTURE_NUMA_DIST "fixtures/numa-distances.xml"
+
+static void open_fixture(struct env *e, const char *fixture, int policy)
+{
+	char path[4096], source[4200];
+
+	snprintf(source, sizeof(source), "xml:%s", place_test_path(path, sizeof(path), fixture));
+	env_open(e, source, policy, PLACE_FEAT_DEFAULT, true);
+}
+
+/* Beyond the target's node, the nearest node by hwloc's latencies first,
+ * not the next in LLC order (node 1 comes first there: the code before
+ * took CPU 2); nodes as far (1 and 3) in LLC order from the target's.
+ * The thief query goes the same way. */
+START_TEST(t_widen_nearest_node)
+{
+	struct env e;
+	int cpu;
+
+	open_fixture(&e, FIXTURE_NUMA_DIST, policies[_i]);
+	ck_assert_ptr_nonnull(e.p->topo->node_dist);
+	ck_assert_int_eq(e.p->topo->node_dist[0 * 4 + 2], 20);
+	ck_assert_int_eq(e.p->topo->node_dist[0 * 4 + 1], 30);
+	busy(&e, 0, 1); /* node 0 full; CPU 2, 3 (node 1), 4, 5 (node 2), 6, 7 idle */
+	cpu = env_wake(&e, env_task_on(&e, 0, 0), PLACE_CPU_NONE, 0);
+	ck_assert_msg(cpu == 4 || cpu == 5, "%s: got %d, wanted node 2 (20 away, not 30)", policy_name[_i], cpu);
+	busy(&e, 4, 5); /* nodes 0 and 2 full */
+	cpu = env_wake(&e, env_task_on(&e, 1, 1), PLACE_CPU_NONE, 0);
+	ck_assert_msg(cpu == 2 || cpu == 3, "%s: got %d, wanted node 1 (a tie with 3: LLC order)", policy_name[_i],
+		      cpu);
+	cpu = place_idle_near(e.p, 4, 0); /* from node 2: nodes 1 and 3 both 30 away, LLC order from 2 */
+	ck_assert_msg(cpu == 6 || cpu == 7, "%s: thief query got %d, wanted node 3", policy_name[_i], cpu);
+	ck_assert_int_eq(place_claim_release(e.p, cpu), 0);
+	env_close(&e);
+	open_fixture(&e, FIXTURE_NUMA_DIST, policies[_i]);
+	busy(&e, 2, 3); /* node 1 full: node 3 is nearest it, node 0 (first in LLC order) is not */
+	cpu = place_idle_near(e.p, 2, 0);
+	ck_assert_msg(cpu == 6 || cpu == 7, "%s: thief query got %d, wanted node 3 (20 away)", policy_name[_i], cpu);
+	env_close(&e);
+}
+END_TEST
+
+/* Without a latency matrix (synthetic): every other node is as far. */
+START_TEST(t_widen_no_distances)
+{
+	place_topo *t;
+
+	ck_assert_int_eq(place_topo_load(&t, TOPO_2N4L), 0);
+	ck_assert_ptr_null(t->node_dist);
+	place_topo_free(t);
+}
+END_TEST
+
 /* A full scan of an LLC that finds no whole idle core clears its bit in
  * WIDEN's idle-core summary (SIS_CORE: with has_idle_cores); a core of it
  * going idle afterwards sets it again, and the next wakeup that widens
@@ -565,6 +621,8 @@ static Suite *widen_suite(void)
 
 	tcase_add_loop_test(tc, t_widen_takes_idle_core_in_node, 0, 2);
 	tcase_add_loop_test(tc, t_widen_order, 0, 2);
+	tcase_add_loop_test(tc, t_widen_nearest_node, 0, 2);
+	tcase_add_test(tc, t_widen_no_distances);
 	tcase_add_loop_test(tc, t_widen_core_summary, 0, 2);
 	tcase_add_loop_test(tc, t_widen_many_llcs, 0, 2);
 	tcase_add_test(tc, t_widen_group_cpus_cookie);
