@@ -204,6 +204,16 @@ PLACE_EXTERN int place_topo_siblings(const place_topo *topo, int cpu, int *out, 
 /* The usable CPUs sharing cpu's LLC domain, same conventions. */
 PLACE_EXTERN int place_topo_llc_cpus(const place_topo *topo, int cpu, int *out, int max);
 
+/* How far NUMA node b is from node a (dense node ids, as place_cpu_info's
+ * node): hwloc's NUMA latency (NUMALatency: the OS's SLIT on Linux, or an
+ * XML export's matrix), 10 from a node to itself, larger for farther nodes.
+ * The searches beyond a node (PLACE_FEAT_WIDEN, place_idle_near,
+ * place_steal_order) visit the other nodes nearest first by it. 0 when the
+ * topology has no latency matrix (synthetic ones, one node) or no value for
+ * the pair: every other node then counts as equally far. -EINVAL on a NULL
+ * topo, -ERANGE when a or b is not a node id. */
+PLACE_EXTERN int place_topo_node_distance(const place_topo *topo, int a, int b);
+
 /* ------------------------------------------------------------------------ */
 /* Instance and configuration                                                */
 

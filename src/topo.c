@@ -947,6 +947,15 @@ PLACE_EXTERN int place_topo_cpu(const place_topo *t, int i)
 	return ok(t->os_of[i]);
 }
 
+PLACE_EXTERN int place_topo_node_distance(const place_topo *t, int a, int b)
+{
+	if (!t)
+		return null_topo(__func__);
+	if (a < 0 || a >= t->nr_nodes || b < 0 || b >= t->nr_nodes)
+		return place__fail(-ERANGE, "%s: nodes %d, %d not both in 0..%d", __func__, a, b, t->nr_nodes - 1);
+	return ok(t->node_dist ? t->node_dist[a * t->nr_nodes + b] : 0);
+}
+
 /* Dense index of OS CPU cpu, or a negative errno with a detail. */
 static int dense_cpu(const place_topo *t, int cpu, const char *fn)
 {

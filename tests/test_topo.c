@@ -515,6 +515,29 @@ START_TEST(t_acc_null)
 }
 END_TEST
 
+/* hwloc's NUMA latencies, by dense node id; 0 without a matrix. */
+START_TEST(t_node_distance)
+{
+	place_topo *t = load_fixture("fixtures/numa-distances.xml");
+	static const int want[4][4] = { { 10, 30, 20, 30 }, { 30, 10, 30, 20 }, { 20, 30, 10, 30 }, { 30, 20, 30, 10 } };
+
+	for (int a = 0; a < 4; a++)
+		for (int b = 0; b < 4; b++)
+			ck_assert_int_eq(place_topo_node_distance(t, a, b), want[a][b]);
+	ck_assert_int_eq(place_topo_node_distance(t, -1, 0), -ERANGE);
+	ck_assert_int_eq(place_topo_node_distance(t, 0, 4), -ERANGE);
+	ck_assert_str_eq(place_last_error(), "place_topo_node_distance: nodes 0, 4 not both in 0..3");
+	ck_assert_int_eq(place_topo_node_distance(t, INT_MIN, INT_MAX), -ERANGE);
+	ck_assert_int_eq(place_topo_node_distance(NULL, 0, 0), -EINVAL);
+	place_topo_free(t);
+	t = load("synthetic:pack:2 [numa] core:2 pu:1"); /* no matrix: every other node as far */
+	ck_assert_int_eq(place_topo_node_distance(t, 0, 1), 0);
+	ck_assert_int_eq(place_topo_node_distance(t, 1, 1), 0);
+	ck_assert_str_eq(place_last_error(), "");
+	place_topo_free(t);
+}
+END_TEST
+
 START_TEST(t_acc_range)
 {
 	place_topo *t = load("synthetic:pack:1 l3:1 core:4 pu:2(indexes=core)");
@@ -609,6 +632,7 @@ static Suite *topo_suite(void)
 	tcase_add_test(err, t_err_os_index_limit);
 	tcase_add_test(acc, t_acc_null);
 	tcase_add_test(acc, t_acc_range);
+	tcase_add_test(acc, t_node_distance);
 	tcase_add_test(acc, t_acc_truncate);
 	tcase_add_test(acc, t_dup);
 	suite_add_tcase(s, syn);

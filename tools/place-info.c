@@ -304,6 +304,25 @@ static void box_counts(const struct pic *pc, const int *ids, int depth, int *cor
 		}
 }
 
+/* The NUMA latencies libplace orders its searches by, when the topology
+ * has them: one row per node, "from" node to each node. */
+static void print_distances(const place_topo *t)
+{
+	int nn = place_topo_nr_nodes(t);
+
+	if (nn < 2 || place_topo_node_distance(t, 0, 0) <= 0)
+		return;
+	printf("NUMA latencies (hwloc; the searches beyond a node go nearest first):\n  from\\to");
+	for (int b = 0; b < nn; b++)
+		printf(" %4d", b);
+	for (int a = 0; a < nn; a++) {
+		printf("\n  %7d", a);
+		for (int b = 0; b < nn; b++)
+			printf(" %4d", place_topo_node_distance(t, a, b));
+	}
+	printf("\n");
+}
+
 /* "Package 0 / NUMA node 0 (OS 0): 8 cores, 16 CPUs" for box level b, group of CPU i. */
 static void box_label(const struct pic *pc, int b, const int *ids, int i, char *buf, size_t size)
 {
@@ -504,6 +523,7 @@ static void print_console(const place_topo *t, const place_cpu_info *info, int n
 			print_group(info, n, lv_off[lv], g, buf);
 		}
 	}
+	print_distances(t);
 	free(buf);
 }
 
