@@ -102,7 +102,7 @@ synth='synthetic:pack:1 l3:1 core:4 pu:2'
 want_minimal="$synth: 8 CPUs, 1 LLCs"
 check_minimal() { # program output-file
 	head -n 1 "$2" | grep -qxF "$want_minimal" || { cat "$2"; fail "$1 printed no '$want_minimal'"; }
-	sed -n 2p "$2" | grep -q '^wakeups 1006: ' || { cat "$2"; fail "$1: no 'wakeups 1006:' line"; }
+	sed -n 2p "$2" | grep -q '^wakeups 1006 = target ' || { cat "$2"; fail "$1: no 'wakeups 1006 = target ...' line"; }
 }
 
 if [ "$shared" = yes ]; then
