@@ -54,16 +54,15 @@ static uint64_t host_ns(void)
 
 static const char usage[] =
 	"usage: place-sim [options]\n"
-	"  --topology SRC       live, xml:PATH or synthetic:STRING (default: live / $PLACE_TOPOLOGY)\n"
+	"  --topology SRC       live (default), process, machine, xml:PATH or synthetic:STRING, as\n"
+	"                       place_topo_load(3) takes them; $PLACE_TOPOLOGY replaces live and process\n"
 	"  --workload NAME      hackbench | schbench | pingpong | stream | mix | tenants | groups\n"
 	"                       (default hackbench)\n"
 	"  --policies LIST      all, or NAME[/no-FEATURE|/FEATURE...],... NAME one of sis_core linear\n"
 	"                       exact lifo random; FEATURE one of claim scan_sibling short_affine\n"
 	"                       wake_wide sis_util cookies numa widen cluster pull_idle hub_stays\n"
-	"                       hub_queue busy_stays (these two with --steal only: the\n"
-	"                       runtime has thieves)\n"
-	"                       (sis_core/no-cookies: COOKIES off); any case; the older\n"
-	"                       NAME-FEATURE / NAME+FEATURE spellings work too\n"
+	"                       hub_queue busy_stays (these two act with --steal only: the\n"
+	"                       runtime has thieves); sis_core/no-cookies: COOKIES off; any case\n"
 	"  --load LIST          sweep of the workload's load: 1,4,16 or A..B (doubling) or A..B+K\n"
 	"                       (hackbench/mix: groups, schbench: workers, pingpong: pairs, stream: threads,\n"
 	"                       tenants: tenant-tasks, groups: numa-groups)\n"
@@ -579,6 +578,21 @@ static int run_all(struct opts *o, const place_topo *topo, const struct sim_mach
 	return err;
 }
 
+/* hub_queue and busy_stays act only where the runtime has thieves: named
+ * without --steal, on or off, they change nothing; say so once each. */
+static void warn_thieves_only(const struct sim_policy_spec *pol, int np, bool steal)
+{
+	static const char *const feat[] = { "hub_queue", "busy_stays" };
+
+	for (size_t f = 0; !steal && f < sizeof(feat) / sizeof(feat[0]); f++)
+		for (int i = 0; i < np; i++)
+			if (strstr(pol[i].name, feat[f])) {
+				fprintf(stderr, "place-sim: warning: %s acts only with --steal (the runtime "
+					"has thieves): in %s it changes nothing\n", feat[f], pol[i].name);
+				break;
+			}
+}
+
 int main(int argc, char **argv)
 {
 	struct sim_policy_spec pol[MAX_POLICIES];
@@ -592,6 +606,7 @@ int main(int argc, char **argv)
 	np = sim_policy_parse(o.policies, pol, MAX_POLICIES);
 	if (np < 0)
 		return 2;
+	warn_thieves_only(pol, np, o.prm.steal);
 	if (o.load_list) {
 		nl = parse_loads(o.load_list, loads, MAX_LOADS);
 		if (nl < 0) {

@@ -248,9 +248,9 @@ enum place_policy {
  * that isolation is never silently off. Costs, on cores with more than one
  * CPU: a 128-bit compare-and-swap on the core's line in each run_begin and
  * run_end, one or two loads per idle candidate in place_wakeup; and
- * throughput, since refused run_begins leave CPUs forced idle (the Linux
- * core-scheduling threads report -20% to +90% depending on the workload). Turn it off when all
- * tasks trust each other. */
+ * throughput, since refused run_begins leave CPUs forced idle: how much
+ * depends on how the cookies' tasks mix on the cores (BENCHMARKS.md, "Core
+ * scheduling: mixed tenants"). Turn it off when all tasks trust each other. */
 #define PLACE_FEAT_COOKIES      (1u << 5)
 /* COOKIES: how long a cookie may keep a core while another waits for it
  * (see place_run_begin). */
@@ -330,11 +330,12 @@ enum place_policy {
  * LLC as usual, else queued behind the waker rather than behind prev's
  * running task. The waker's short run ends soon and the runtime's thieves
  * take the rest of its queue in order, as a central queue, where a task
- * queued behind prev waits for prev's task or the nearest thief (saturated
- * schbench in the simulator: p99 1.09-1.18x LIFO's -> 0.91-0.94x). Without
- * thieves the queue would drain one task at a time on the waker's CPU, so
- * the rule does nothing then. On by default; costs nothing but where the
- * load rule would decide. No effect across LLCs. */
+ * queued behind prev waits for prev's task or the nearest thief: a
+ * shorter wakeup-latency tail when the LLC is oversubscribed
+ * (BENCHMARKS.md, "the regimes sweep"). Without thieves the queue would
+ * drain one task at a time on the waker's CPU, so the rule does nothing
+ * then. On by default; costs nothing but where the load rule would
+ * decide. No effect across LLCs. */
 #define PLACE_FEAT_HUB_QUEUE    (1u << 11)
 /* A busy waker on another node keeps its wakee off: a wakeup without SYNC
  * whose previous CPU is busy is not moved to a busy waker on another NUMA
@@ -344,10 +345,11 @@ enum place_policy {
  * long as for prev's queue, and refill its cache from the other node. It
  * stays on prev's node (an idle CPU of prev's LLC, WIDEN, else prev), where
  * the node's thieves take it: only with PLACE_RUNTIME_THIEVES, since
- * without them it waits out prev's running task (the simulator's hackbench
- * without stealing: 7-14% slower with the rule at 1.5-2x the cores). On by
- * default; costs one load of the waker LLC's mask where such a pull would
- * happen. No effect with PLACE_POLICY_LINEAR (no mask) or one node. */
+ * without them it waits out prev's running task, a loss of throughput
+ * (BENCHMARKS.md, "the regimes sweep", has the gain with thieves;
+ * CHANGELOG.md's BUSY_STAYS entry the loss without). On by default;
+ * costs one load of the waker LLC's mask where such a pull would happen.
+ * No effect with PLACE_POLICY_LINEAR (no mask) or one node. */
 #define PLACE_FEAT_BUSY_STAYS   (1u << 12)
 #define PLACE_FEAT_ALL          (0x1fffu)
 #define PLACE_FEAT_DEFAULT      PLACE_FEAT_ALL
@@ -381,11 +383,12 @@ typedef struct place_config {
 #define PLACE_RUNTIME_THIEVES   (1u << 0)
 #define PLACE_RUNTIME_ALL       (0x1u)
 
-/* Defaults: SIS_CORE, all features, runtime 0, CLOCK_MONOTONIC, short_task_ns 500000
- * (the kernel's migration cost), util_period_ns 4000000, max_groups 64,
- * numa_move_cap 4, numa_cooldown_ns 10000000. The NUMA arrays take
- * nodes * max_groups * 8 bytes (only with PLACE_FEAT_NUMA and more than
- * one node). */
+/* Set *cfg (size included) to the defaults: SIS_CORE, all features, runtime
+ * 0, CLOCK_MONOTONIC, short_task_ns 500000 (the kernel's migration cost),
+ * util_period_ns 4000000, max_groups 64, numa_move_cap 4, numa_cooldown_ns
+ * 10000000. The NUMA arrays take nodes * max_groups * 8 bytes (only with
+ * PLACE_FEAT_NUMA and more than one node). NULL is accepted (nothing
+ * happens). Any thread. */
 PLACE_EXTERN void place_config_init(place_config *cfg);
 
 /* Create an instance over a copy of topo. cfg NULL means defaults. No CPU has
@@ -1032,30 +1035,50 @@ PLACE_EXTERN int place_steal_check(const place *p, int cpu, const place_task *t)
 /* Statistics                                                                */
 
 typedef struct place_stats {
-	uint64_t wakeups;
-	uint64_t affine_wakeups;
-	uint64_t hit_target;
-	uint64_t hit_prev;
-	uint64_t hit_recent;
-	uint64_t hit_idle_core;
-	uint64_t hit_idle_cpu;
-	uint64_t hit_sibling;     /* found by the sibling rescan */
-	uint64_t hit_fallback;    /* nothing idle found: stacked */
-	uint64_t cpus_probed;
+	/* Every successful wakeup (place_wakeup, place_wakeup_ex, NOCLAIM
+	 * included; place_run_refused; place_run_handoff) counts in exactly
+	 * one level: hit_target, hit_prev, hit_recent, hit_idle_core,
+	 * hit_idle_cpu, hit_sibling, hit_prev_smt, hit_widened or
+	 * hit_fallback. A failed call counts nothing. The target is
+	 * wake_affine's choice, the waker's CPU or prev; with waker
+	 * PLACE_CPU_NONE it is prev. */
+	uint64_t wakeups;         /* the sum of the levels (all hit_* but hit_cluster) */
+	uint64_t affine_wakeups;  /* wake_affine chose the waker's CPU over prev, and
+	                           * hand-offs (PLACE_WAKE_CURRENT, place_run_handoff) */
+	uint64_t hit_target;      /* the target was idle and taken (claimed unless NOCLAIM);
+	                           * with waker PLACE_CPU_NONE an idle prev counts here, not
+	                           * in hit_prev; a new task: the CPU its placement chose;
+	                           * also every hand-off (queued on the waker's CPU) */
+	uint64_t hit_prev;        /* the target (the waker's CPU) was busy and prev, in
+	                           * the same LLC, idle */
+	uint64_t hit_recent;      /* the prev of t's wakeup before this one (the kernel's
+	                           * recent_used_cpu), idle in the target's LLC */
+	uint64_t hit_idle_core;   /* the idle-core scan found a whole idle core in the
+	                           * target's LLC */
+	uint64_t hit_idle_cpu;    /* an idle CPU from the idle-CPU scan of the target's LLC,
+	                           * one of a partly idle core the idle-core scan met, or the
+	                           * COOKIES fallback's choice (see cookie_fallbacks) */
+	uint64_t hit_sibling;     /* SCAN_SIBLING: the idle-CPU scan of a fail-prone target
+	                           * found an idle SMT sibling of a busy mask CPU */
+	uint64_t hit_fallback;    /* nothing idle found: stacked (on the target, or where
+	                           * COOKIES' fallback sent it) */
+	uint64_t cpus_probed;     /* CPU state lines the wakeups read (prev, waker, scan
+	                           * candidates and their siblings); per wakeup, the cost */
 	uint64_t false_positives; /* busy CPUs cleared from idle masks */
 	uint64_t lost_claims;     /* claim CAS lost to another wakeup (the scan went on) */
-	uint64_t hit_prev_smt;    /* an idle SMT sibling of prev */
+	uint64_t hit_prev_smt;    /* an idle SMT sibling of prev (in the target's LLC) */
 	uint64_t claims;          /* wakeups that claimed the CPU they returned */
 	uint64_t claims_stolen;   /* claims ended by the task starting on another CPU */
-	uint64_t claims_released; /* place_claim_release() */
+	uint64_t claims_released; /* claims ended by place_claim_release() */
 	uint64_t fail_prone_marks;/* failed partial scans that marked their target fail-prone */
-	uint64_t idle_enters;
+	uint64_t idle_enters;     /* successful place_idle_enter() calls (again while parked too) */
 	uint64_t cookie_refusals; /* run_begin refused: a sibling ran another cookie */
 	uint64_t forced_idle_ns;  /* from each refusal until that CPU started a task or parked */
-	uint64_t cookie_fallbacks;/* nothing idle fit t's cookie and the target's core ran another
-	                           * one: t went to a fitting CPU of the LLC (else the target);
-	                           * also counted in hit_fallback, or in hit_idle_cpu when
-	                           * that CPU was idle (and claimed) */
+	uint64_t cookie_fallbacks;/* COOKIES: nothing idle fit t's cookie, and t went to the least
+	                           * loaded CPU whose core fits (nearest first, see place_wakeup),
+	                           * else the target, other than a fitting target; also counted
+	                           * in hit_fallback, or in hit_idle_cpu when that CPU was idle
+	                           * (and claimed) */
 	uint64_t numa_moves;      /* cross-node wakeups moved to the group's node */
 	uint64_t numa_kept;       /* the group ran more on the waker's node, but the rule or
 	                           * its load kept t on prev's node */

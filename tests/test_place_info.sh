@@ -12,7 +12,9 @@ FX="${PLACE_TEST_SRCDIR:-tests}/fixtures"
 CORPUS="${PLACE_CORPUS_DIR:-${PLACE_TEST_SRCDIR:-tests}/../../shared/testdata/topologies}"
 
 if $TOOL --help | grep -q '^usage: place-info'; then ok "--help"; else bad "--help"; fi
-if $TOOL --help | grep -q '^ *machine '; then ok "--help names the machine source"; else bad "--help: no machine"; fi
+for src in live process machine xml:PATH synthetic:STRING; do
+	if $TOOL --help | grep -q "^ *$src "; then ok "--help names the $src source"; else bad "--help: no $src"; fi
+done
 if $TOOL --version | grep -q '^place-info (libplace) [0-9]'; then ok "--version"; else bad "--version"; fi
 # The tsv format's llc_kind is a word, and format names take any case.
 if $TOOL --format TSV --topology "synthetic:pack:1 core:2 pu:1" | awk -F'\t' 'NR > 1 && $7 != "package" { exit 1 }'; then

@@ -18,6 +18,12 @@ sim() {
 
 if $TOOL --help | grep -q '^usage: place-sim'; then ok "--help"; else bad "--help"; fi
 if $TOOL --version | grep -q '^place-sim (libplace) [0-9]'; then ok "--version"; else bad "--version"; fi
+# --topology: the five sources of place_topo_load
+if $TOOL --help | grep -A1 -- '--topology' | tr '\n' ' ' | grep -q 'live.*process.*machine.*xml:PATH.*synthetic:STRING'; then
+	ok "--help names the five topology sources"
+else
+	bad "--help: topology sources: $($TOOL --help | grep -A1 -- '--topology')"
+fi
 
 # Policy names: the readable spelling (sis_core/no-cookies: COOKIES off), the
 # older one (sis_core-cookies) and upper case give the same rows, named the
@@ -237,6 +243,24 @@ if grep -q 'Without stealing\.$' "$TMP/sw3" && ! grep -q 'Without stealing' "$TM
 	ok "bench/sweep.sh --no-steal: without stealing, other cells at 4x"
 else
 	bad "bench/sweep.sh --no-steal: $(cat "$TMP/err.sw" "$TMP/sw3")"
+fi
+
+# hub_queue and busy_stays act only with --steal: named without it, one
+# warning line each on stderr (the run goes on); with it, none.
+sim --workload pingpong --policies sis_core/no-hub_queue,sis_core-busy_stays,lifo >"$TMP/w.out" 2>"$TMP/w.err"
+st=$?
+if [ $st -eq 0 ] && [ -s "$TMP/w.out" ] && [ "$(wc -l <"$TMP/w.err")" -eq 2 ] &&
+	grep -q '^place-sim: warning: hub_queue acts only with --steal' "$TMP/w.err" &&
+	grep -q '^place-sim: warning: busy_stays acts only with --steal' "$TMP/w.err"; then
+	ok "hub_queue, busy_stays without --steal: a warning each"
+else
+	bad "hub_queue, busy_stays without --steal: exit $st, stderr: $(cat "$TMP/w.err")"
+fi
+if sim --workload pingpong --steal --policies sis_core/no-hub_queue,sis_core/busy_stays >"$TMP/w.out" 2>"$TMP/w.err" &&
+	[ -s "$TMP/w.out" ] && [ ! -s "$TMP/w.err" ]; then
+	ok "hub_queue, busy_stays with --steal: no warning"
+else
+	bad "hub_queue, busy_stays with --steal: stderr: $(cat "$TMP/w.err")"
 fi
 
 # expect_error NAME STATUS ARGS... (testlib.sh): exit STATUS, one "place-sim: " line, no stdout
