@@ -76,6 +76,7 @@ static const char usage[] =
 	"  --quiet              no progress on stderr\n"
 	"machine model:\n"
 	"  --smt-factor F (0.6)  --wake-ns N (4000)  --llc-penalty-ns N (5000)  --node-penalty-ns N (15000)\n"
+	"                       (node penalty: with NUMA latencies, the nearest node's; farther ones by latency)\n"
 	"  --decision-ns N (50)  --probe-ns N (15)  --slice-ns N (3000000)  --jitter PCT (20)\n"
 	"  --deep-idle-ns N --deep-wake-ns M   a worker parked N ns or more wakes M ns slower (off)\n"
 	"  --steal              idle workers steal nearest-first before parking (libplace is\n"
@@ -493,12 +494,12 @@ static void describe(char *buf, size_t size, const struct opts *o, const struct 
 		snprintf(runs, sizeof(runs), " (median of %d seeds)", o->runs < 16 ? o->runs : 16);
 	snprintf(buf, size,
 		 "place-sim %s on %s: %d CPU%s, %d core%s, %d LLC%s, %d node%s; smt %.2f wake %" PRIu64
-		 "ns%s llc+%" PRIu64 "ns node+%" PRIu64 "ns decision %" PRIu64 "ns+%" PRIu64
+		 "ns%s llc+%" PRIu64 "ns node+%" PRIu64 "ns%s decision %" PRIu64 "ns+%" PRIu64
 		 "ns/probe slice %" PRIu64 "ns jitter %u%%%s seed %" PRIu64 "%s",
 		 o->workload, place_topo_source(topo), m->nr_cpus, plural(m->nr_cpus), m->nr_cores,
 		 plural(m->nr_cores), m->nr_llcs, plural(m->nr_llcs), m->nr_nodes, plural(m->nr_nodes),
 		 p->smt_permille / 1000.0, p->wake_ns, deep, p->llc_penalty_ns, p->node_penalty_ns,
-		 p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, steal, p->seed, runs);
+		 m->node_scaled ? " (the nearest; farther nodes by NUMA latency)" : "", p->decision_ns, p->probe_ns, p->slice_ns, p->jitter_pct, steal, p->seed, runs);
 }
 
 static int cmp_makespan(const void *a, const void *b)

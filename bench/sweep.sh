@@ -21,7 +21,8 @@
 # decisions' cost accounts for); --candidate compares another libplace
 # variant in sis_core's place (e.g. sis_core/no-widen); --shape runs a shape
 # of your own instead of the seven (repeatable; CORES counts cores, not CPUs,
-# TOPO is an hwloc synthetic string), to check a change on shapes it was not
+# TOPO is an hwloc synthetic string or xml:PATH, e.g. the machines with NUMA
+# latencies in bench/topologies/), to check a change on shapes it was not
 # tuned on; --no-steal runs both workloads without stealing (placement
 # alone: a runtime whose idle workers do not take queued tasks).
 #
@@ -52,7 +53,7 @@ while [ $# -gt 0 ]; do
 	--no-steal) steal='' nosteal=' Without stealing.'; shift ;;
 	--shape) own="$own${own:+
 }$2"; shift 2 ;;
-	-h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,27p' "$0"; exit 0 ;;
 	*) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -124,7 +125,8 @@ cells() {
 run() { # $1 = shape name, $2 = topology, $3 = workload, $4 = loads, then options
 	name=$1 topo=$2 wl=$3 ld=$4
 	shift 4
-	out=$("$sim" --topology "synthetic:$topo" --workload "$wl" --load "$ld" --runs "$runs" --seed "$seed" \
+	case $topo in xml:*) ;; *) topo=synthetic:$topo ;; esac
+	out=$("$sim" --topology "$topo" --workload "$wl" --load "$ld" --runs "$runs" --seed "$seed" \
 		--policies "$policies" --format tsv --no-host-time --quiet $model "$@")
 	[ -z "$raw" ] || printf '%s\n' "$out" > "$raw/$name-$wl.tsv"
 	printf '%-6s %-9s' "$name" "$wl"

@@ -266,7 +266,8 @@ static void note_start(struct sim *s, int c, struct sim_task *t)
 	if (t->last_cpu >= 0 && m->node[t->last_cpu] != m->node[c]) {
 		s->res.cross_node++;
 		s->res.cross_llc++;
-		t->debt += s->prm->node_penalty_ns;
+		t->debt += s->prm->node_penalty_ns *
+			   (uint64_t)m->node_cost[m->node[t->last_cpu] * m->nr_nodes + m->node[c]] / 1000;
 	} else if (t->last_cpu >= 0 && m->llc[t->last_cpu] != m->llc[c]) {
 		s->res.cross_llc++;
 		t->debt += s->prm->llc_penalty_ns;

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,37 @@ static int steal_orders(struct sim_machine *m, const place_topo *topo)
 	return err;
 }
 
+/* node_cost (sim.h): a task that moves to another node reads its memory
+ * from there at that node's latency; the nearest other node costs
+ * node_penalty_ns, a farther one more by its extra latency over local. */
+static int node_costs(struct sim_machine *m, const place_topo *topo)
+{
+	int nn = m->nr_nodes;
+
+	m->node_cost = ialloc((size_t)nn * (size_t)nn);
+	if (!m->node_cost)
+		return -ENOMEM;
+	for (int a = 0; a < nn; a++) {
+		int local = place_topo_node_distance(topo, a, a), near = INT_MAX;
+
+		for (int b = 0; b < nn; b++) {
+			int d = place_topo_node_distance(topo, a, b);
+
+			if (b != a && d > local && d < near)
+				near = d;
+		}
+		for (int b = 0; b < nn; b++) {
+			int d = place_topo_node_distance(topo, a, b);
+
+			m->node_cost[a * nn + b] = local > 0 && near < INT_MAX && d > local
+							   ? (int)((int64_t)(d - local) * 1000 / (near - local))
+							   : 1000;
+			m->node_scaled |= b != a && m->node_cost[a * nn + b] != 1000;
+		}
+	}
+	return 0;
+}
+
 int sim_machine_init(struct sim_machine *m, const place_topo *topo)
 {
 	int err;
@@ -137,6 +169,8 @@ int sim_machine_init(struct sim_machine *m, const place_topo *topo)
 		m->llc_cores[m->core_llc[c]]++;
 	}
 	err = steal_orders(m, topo);
+	if (!err)
+		err = node_costs(m, topo);
 	if (err < 0)
 		goto fail;
 	return 0;
@@ -158,6 +192,7 @@ void sim_machine_fini(struct sim_machine *m)
 	free(m->llc_cpus);
 	free(m->core_llc);
 	free(m->llc_cores);
+	free(m->node_cost);
 	free(m->steal);
 	free(m->nsteal);
 	memset(m, 0, sizeof(*m));

@@ -45,6 +45,11 @@ struct sim_machine {
 	int *llc_cores; /* [nr_llcs] number of cores in each LLC */
 	int *steal;     /* [nr_cpus * nr_cpus] row c: c's victims, nearest first (dense) */
 	int *nsteal;    /* [nr_cpus] length of each row */
+	/* [nr_nodes * nr_nodes] what a move from node a to b costs, in
+	 * thousandths of node_penalty_ns (the nearest other node's): hwloc's
+	 * latency over local, against the nearest's (all 1000 without a matrix). */
+	int *node_cost;
+	bool node_scaled; /* some node_cost is not 1000: the topology has latencies */
 };
 
 /* Fill m from topo. Returns 0 or a negative errno. */
