@@ -111,6 +111,13 @@ demo() {
 	echo "   throughput or has the worse p99 (a loss). BENCHMARKS.md reads it, losses included."
 	sh "$TOP/bench/sweep.sh" --sim ./place-sim
 	echo
+	echo "== bench/sweep.sh on two modelled machines with NUMA latencies (bench/topologies/):"
+	echo "   4 packages of 2 nodes (latencies 10/16/22) and 8 sockets wired as a cube"
+	echo "   (10/21/31/41). Beyond a node, libplace's searches and thieves try the nearest nodes"
+	echo "   first; a move costs the simulator more the farther it goes."
+	sh "$TOP/bench/sweep.sh" --sim ./place-sim --shape "numa4x2|48|xml:$TOP/bench/topologies/numa4x2.xml" \
+		--shape "cube8|64|xml:$TOP/bench/topologies/cube8.xml"
+	echo
 	echo "== place-poolbench: the example pool on this machine, libplace vs LIFO wake (real time)"
 	./place-poolbench --repeat 5
 }
