@@ -666,7 +666,7 @@ PLACE_EXTERN size_t place_task_size(void);
  * no fitting idle CPU is found and the target's core runs another cookie
  * (or, once cookies have mixed on a core, always), t goes to the least
  * loaded CPU whose core fits: the target's LLC first on a tie, then its
- * node, then the rest of the machine, where a CPU must carry two tasks
+ * node, then the other nodes, nearest first, where a CPU must carry two tasks
  * fewer (a task with a NUMA group: its node only; a task wake_affine
  * pulled to the waker: its LLC only); the target when none does; claimed
  * as above when it is idle.
@@ -934,7 +934,7 @@ PLACE_EXTERN int place_run_handoff(place *p, int cpu, place_task *prev, unsigned
  * CPU, giving up its claim or queue slot on cpu first), so the answer is a
  * CPU whose core runs and queues nothing of another cookie when one fits
  * (an idle one claimed for t, unless PLACE_WAKE_NOCLAIM), else the least
- * loaded fitting CPU of the LLC. The runtime moves t there and wakes that
+ * loaded fitting CPU, as place_wakeup's cookie fallback finds it. The runtime moves t there and wakes that
  * worker; an answer on cpu itself means nothing fits better: t waits there
  * (queued again) until a place_run_end_retry() names cpu. Counted as a
  * wakeup (hit_* of its answer). -EINVAL p or t NULL, t not initialised or

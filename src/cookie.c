@@ -153,11 +153,12 @@ static void fit_cpu(const struct place *p, const place_task *t, int cpu, uint32_
 		*f = (struct fit){ cpu, load };
 }
 
-/* The cores of LLC l from position from on (wrapping), those on node (near)
- * or off it (!near), whose core admits cookie (one hint read a core), each
- * CPU's load counted extra tasks higher. */
-static void fit_llc(const struct place *p, const place_task *t, uint64_t cookie, int l, int from, int node, bool near,
-		    uint32_t extra, struct fit *f, uint64_t *probes)
+/* The cores of LLC l from position from on (wrapping) whose node is in
+ * ring pass of the target's node (ring: its row of node_ring) and whose
+ * core admits cookie (one hint read a core), each CPU's load counted extra
+ * tasks higher. */
+static void fit_llc(const struct place *p, const place_task *t, uint64_t cookie, int l, int from, const int *ring,
+		    int pass, uint32_t extra, struct fit *f, uint64_t *probes)
 {
 	int weight = p->llc[l].weight;
 
@@ -166,7 +167,7 @@ static void fit_llc(const struct place *p, const place_task *t, uint64_t cookie,
 		const struct place_cpu_map *m = &p->map[first];
 
 		k += m->smt; /* a core's CPUs sit side by side in the LLC, from core_lo */
-		if ((m->node == node) != near || !place__cookie_admits(p, first, cookie))
+		if (ring[m->node] != pass || !place__cookie_admits(p, first, cookie))
 			continue;
 		for (int i = 0; i < m->smt; i++)
 			fit_cpu(p, t, place__sibling(p, m, i), extra, f, probes);
@@ -178,7 +179,8 @@ static void fit_llc(const struct place *p, const place_task *t, uint64_t cookie,
  * allowed CPU whose core fits t's cookie (running and waiting work,
  * place__cookie_admits), target itself on a tie or when none fits; then
  * the rest of target's LLC and, as far as scope allows, the other LLCs of
- * its node, then of the machine, where a CPU must carry two tasks fewer:
+ * its node, then of the other nodes, the nearest first (node_ring), where
+ * a CPU must carry two tasks fewer:
  * moving a task between two CPUs whose loads differ by one only changes
  * its cache. Not only when target's core refuses t: stacking on a fitting
  * target while another core fits with less load would keep the first
@@ -198,14 +200,14 @@ int place__cookie_fallback(struct place *p, const place_task *t, int target, enu
 	uint64_t cookie = place_load_64(&place__rec((place_task *)t)->cookie);
 	struct fit f = { -1, UINT32_MAX };
 	int n = scope == PLACE_FIT_LLC ? 1 : p->topo->nr_llcs;
-	int passes = scope != PLACE_FIT_NODE && p->topo->nr_nodes > 1 ? 2 : 1; /* an LLC may span nodes */
+	int passes = scope == PLACE_FIT_NODE ? 1 : p->nr_rings; /* an LLC may span nodes */
+	const int *ring = &p->node_ring[tm->node * p->topo->nr_nodes];
 
 	if (place__cookie_admits(p, target, cookie))
 		fit_cpu(p, t, target, 0, &f, probes); /* first: target wins a tie */
-	for (int pass = 0; pass < passes; pass++) /* on target's node, then off it */
+	for (int pass = 0; pass < passes; pass++) /* target's node, then the others nearest first */
 		for (int k = 0, l = tm->llc; k < n && f.load; k++, l = l + 1 < n ? l + 1 : 0)
-			fit_llc(p, t, cookie, l, l == tm->llc ? tm->core_lo : 0, tm->node, pass == 0, l != tm->llc, &f,
-				probes);
+			fit_llc(p, t, cookie, l, l == tm->llc ? tm->core_lo : 0, ring, pass, l != tm->llc, &f, probes);
 	return f.cpu >= 0 ? f.cpu : target;
 }
 

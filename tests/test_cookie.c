@@ -399,6 +399,33 @@ START_TEST(t_fallback_grouped_stays_on_node)
 END_TEST
 
 /*
+ * Beyond the target's node, the nearest node first on a tie: hwloc's
+ * latencies in the 4-node fixture (one LLC of two SMT2 cores a node, node
+ * n the CPUs 4n .. 4n + 3) put node 2 at 20 from node 0 and node 1 at 30.
+ * Cookie 5 runs on cores {4, 5} and {8, 9} alone, one task a CPU: a
+ * cookie-5 task whose prev, CPU 0, runs cookie 8 goes to node 2's core,
+ * not to node 1's that comes first in LLC order.
+ */
+START_TEST(t_fallback_nearest_node)
+{
+	static const int cookie_of[16] = { 8, 8, 8, 8, 5, 5, 8, 8, 5, 5, 8, 8, 8, 8, 8, 8 };
+	char path[4096], source[4200];
+	uint64_t probes = 0;
+	struct env e;
+
+	snprintf(source, sizeof(source), "xml:%s",
+		 place_test_path(path, sizeof(path), "fixtures/numa-distances-smt.xml"));
+	env_open(&e, source, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	for (int k = 0; k < 16; k++)
+		env_run(&e, k, task_c(&e, 40 + k, (uint64_t)cookie_of[k], -1));
+	ck_assert_int_eq(place__cookie_fallback(e.p, task_c(&e, 0, 5, 0), 0, PLACE_FIT_MACHINE, &probes), 8);
+	ck_assert_int_eq(env_wake(&e, &e.task[0], PLACE_CPU_NONE, 0), 8);
+	ck_assert_uint_eq(env_stats(&e).cookie_fallbacks, 1);
+	env_close(&e);
+}
+END_TEST
+
+/*
  * An LLC may span NUMA nodes (one L3 over two nodes, as with sub-NUMA
  * clustering): limited to the target's LLC, the fallback still looks at
  * all of it, the other node's half too; limited to the node, only at its
@@ -777,6 +804,7 @@ static Suite *cookie_suite(void)
 	tcase_add_loop_test(tc, t_fallback_other_llc, 0, 3);
 	tcase_add_test(tc, t_fallback_grouped_stays_on_node);
 	tcase_add_test(tc, t_fallback_llc_spans_nodes);
+	tcase_add_test(tc, t_fallback_nearest_node);
 	tcase_add_loop_test(tc, t_cookie_change_while_running, 0, 2);
 	tcase_add_loop_test(tc, t_feature_off, 0, 2);
 	tcase_add_test(tc, t_park_and_unregister);
