@@ -125,8 +125,8 @@ cells() {
 run() { # $1 = shape name, $2 = topology, $3 = workload, $4 = loads, then options
 	name=$1 topo=$2 wl=$3 ld=$4
 	shift 4
-	case $topo in xml:*) ;; *) topo=synthetic:$topo ;; esac
-	out=$("$sim" --topology "$topo" --workload "$wl" --load "$ld" --runs "$runs" --seed "$seed" \
+	case $topo in xml:*) src=$topo ;; *) src=synthetic:$topo ;; esac
+	out=$("$sim" --topology "$src" --workload "$wl" --load "$ld" --runs "$runs" --seed "$seed" \
 		--policies "$policies" --format tsv --no-host-time --quiet $model "$@")
 	[ -z "$raw" ] || printf '%s\n' "$out" > "$raw/$name-$wl.tsv"
 	printf '%-6s %-9s' "$name" "$wl"
