@@ -234,6 +234,18 @@ else
 	bad "bench/sweep.sh: $(cat "$TMP/err.sw" "$TMP/sw1")"
 fi
 
+# --shape with an XML source (a machine with NUMA latencies), beside a
+# synthetic one: both run both workloads.
+XML="${PLACE_TEST_SRCDIR:-tests}/../bench/topologies/numa4x2.xml"
+sh "$SWEEP" --sim "$TOOL_PLAIN" --runs 1 --shape "numa|48|xml:$XML" --shape "one|16|pack:1 l3:1 core:16 pu:1" \
+	>"$TMP/sw4" 2>"$TMP/err.sw"
+if [ "$(grep -c '^numa ' "$TMP/sw4")" -eq 2 ] && [ "$(grep -c '^one ' "$TMP/sw4")" -eq 2 ] &&
+	grep -q '^summary: sis_core wins [0-9]* of 28 cells' "$TMP/sw4" && [ ! -s "$TMP/err.sw" ]; then
+	ok "bench/sweep.sh --shape: an xml: and a synthetic shape, 28 cells"
+else
+	bad "bench/sweep.sh --shape xml:: $(cat "$TMP/err.sw" "$TMP/sw4")"
+fi
+
 # --no-steal: placement alone, said in the header; at 4x the cores, where
 # only thieves drain the queues, its cells differ from the stealing run's.
 sh "$SWEEP" --sim "$TOOL_PLAIN" --shapes smt1 --runs 1 --no-steal >"$TMP/sw3" 2>"$TMP/err.sw"
