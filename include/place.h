@@ -208,7 +208,8 @@ PLACE_EXTERN int place_topo_llc_cpus(const place_topo *topo, int cpu, int *out, 
  * node): hwloc's NUMA latency (NUMALatency: the OS's SLIT on Linux, or an
  * XML export's matrix), 10 from a node to itself, larger for farther nodes.
  * The searches beyond a node (PLACE_FEAT_WIDEN, place_idle_near,
- * place_steal_order) visit the other nodes nearest first by it. 0 when the
+ * place_steal_order) visit the other nodes nearest first by it (by the mean
+ * of both directions where a table is not symmetric). 0 when the
  * topology has no latency matrix (synthetic ones, one node) or no value for
  * the pair: every other node then counts as equally far. -EINVAL on a NULL
  * topo, -ERANGE when a or b is not a node id. */

@@ -798,7 +798,7 @@ static int fill_node_dist(struct place_topo *t, const struct latency *lat)
 		for (int b = 0; b < nn && row[a] >= 0; b++) {
 			uint64_t v = row[b] >= 0 ? lat->val[(size_t)row[a] * lat->n + (size_t)row[b]] : 0;
 
-			t->node_dist[a * nn + b] = v > INT32_MAX ? INT32_MAX : (int)v;
+			t->node_dist[a * nn + b] = v >= INT32_MAX ? INT32_MAX - 1 : (int)v; /* INT_MAX: unknown (widen.c) */
 		}
 	free(row);
 	return 0;

@@ -50,13 +50,22 @@ static struct place_span cluster_span(const struct place *p, int cpu)
 	return (struct place_span){ lo, n };
 }
 
-/* How far node b is from a: hwloc's latency, 1 for every other node
- * without a matrix, an unknown value the farthest. */
+/* How far nodes a and b are: 1 for every other node without a matrix,
+ * else the mean of hwloc's two latencies (a wakeup runs b's CPUs on memory
+ * near a, a thief the other way round; firmware tables are symmetric, as
+ * the kernel assumes, a hand-made one need not be); unknown the farthest. */
 static int node_far(const struct place_topo *t, int a, int b)
 {
-	int v = t->node_dist ? t->node_dist[a * t->nr_nodes + b] : 1;
+	const int *d = t->node_dist;
+	int n = t->nr_nodes, ab, ba;
 
-	return v > 0 ? v : INT_MAX;
+	if (!d)
+		return 1;
+	ab = d[a * n + b];
+	ba = d[b * n + a];
+	if (ab > 0 && ba > 0)
+		return (int)(((int64_t)ab + ba) / 2);
+	return ab > 0 ? ab : ba > 0 ? ba : INT_MAX;
 }
 
 /* ring[a * nr_nodes + b]: the ring of node b seen from a, 0 for a itself,
@@ -67,7 +76,12 @@ static int *ring_table(const struct place_topo *t, int *nr)
 	int nn = t->nr_nodes, *ring = calloc((size_t)nn * (size_t)nn, sizeof(int)), *u = malloc((size_t)nn * sizeof(int));
 
 	*nr = 1;
-	for (int a = 0; ring && u && a < nn; a++) {
+	if (!ring || !u) {
+		free(ring);
+		free(u);
+		return NULL;
+	}
+	for (int a = 0; a < nn; a++) {
 		int m = 0; /* a's distinct distances, u[0 .. m) ascending */
 
 		for (int b = 0; b < nn; b++) {

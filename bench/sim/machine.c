@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,9 +101,19 @@ static int steal_orders(struct sim_machine *m, const place_topo *topo)
 	return err;
 }
 
+/* The latency between nodes a and b as libplace orders them (widen.c's
+ * node_far): the mean of both directions, 0 when unknown. */
+static int64_t latency(const place_topo *topo, int a, int b)
+{
+	int64_t ab = place_topo_node_distance(topo, a, b), ba = place_topo_node_distance(topo, b, a);
+
+	return ab > 0 && ba > 0 ? (ab + ba) / 2 : ab > 0 ? ab : ba > 0 ? ba : 0;
+}
+
 /* node_cost (sim.h): a task that moves to another node reads its memory
  * from there at that node's latency; the nearest other node costs
- * node_penalty_ns, a farther one more by its extra latency over local. */
+ * node_penalty_ns, a farther one more by its extra latency over local, an
+ * unknown one as the farthest known. */
 static int node_costs(struct sim_machine *m, const place_topo *topo)
 {
 	int nn = m->nr_nodes;
@@ -111,21 +122,23 @@ static int node_costs(struct sim_machine *m, const place_topo *topo)
 	if (!m->node_cost)
 		return -ENOMEM;
 	for (int a = 0; a < nn; a++) {
-		int local = place_topo_node_distance(topo, a, a), near = INT_MAX;
+		int64_t local = latency(topo, a, a), near = INT64_MAX, far = 0;
 
 		for (int b = 0; b < nn; b++) {
-			int d = place_topo_node_distance(topo, a, b);
+			int64_t d = latency(topo, a, b);
 
 			if (b != a && d > local && d < near)
 				near = d;
+			if (b != a && d > far)
+				far = d;
 		}
 		for (int b = 0; b < nn; b++) {
-			int d = place_topo_node_distance(topo, a, b);
+			int64_t d = latency(topo, a, b) > 0 ? latency(topo, a, b) : far, c = 1000;
 
-			m->node_cost[a * nn + b] = local > 0 && near < INT_MAX && d > local
-							   ? (int)((int64_t)(d - local) * 1000 / (near - local))
-							   : 1000;
-			m->node_scaled |= b != a && m->node_cost[a * nn + b] != 1000;
+			if (local > 0 && near < INT64_MAX && d > local)
+				c = (d - local) * 1000 / (near - local);
+			m->node_cost[a * nn + b] = c > INT_MAX ? INT_MAX : (int)c;
+			m->node_scaled |= b != a && c != 1000;
 		}
 	}
 	return 0;
