@@ -138,6 +138,25 @@ START_TEST(t_widen_nearest_node)
 }
 END_TEST
 
+/* A task of a NUMA group stays on its node (node_only): with node 0 full
+ * it stacks on prev, though the nearest node has idle CPUs; without a
+ * group it goes to that node. */
+START_TEST(t_widen_grouped_with_distances)
+{
+	struct env e;
+	int cpu;
+
+	open_fixture(&e, FIXTURE_NUMA_DIST, policies[_i]);
+	busy(&e, 0, 1);
+	ck_assert_int_eq(place_task_set_group(env_task_on(&e, 0, 0), 1), 0);
+	ck_assert_int_eq(env_wake(&e, &e.task[0], PLACE_CPU_NONE, 0), 0);
+	ck_assert_uint_eq(env_stats(&e).hit_fallback, 1);
+	cpu = env_wake(&e, env_task_on(&e, 1, 1), PLACE_CPU_NONE, 0);
+	ck_assert_msg(cpu == 4 || cpu == 5, "%s: got %d, wanted node 2", policy_name[_i], cpu);
+	env_close(&e);
+}
+END_TEST
+
 /* Without a latency matrix (synthetic): every other node is as far. */
 START_TEST(t_widen_no_distances)
 {
@@ -623,6 +642,7 @@ static Suite *widen_suite(void)
 	tcase_add_loop_test(tc, t_widen_order, 0, 2);
 	tcase_add_loop_test(tc, t_widen_nearest_node, 0, 2);
 	tcase_add_test(tc, t_widen_no_distances);
+	tcase_add_loop_test(tc, t_widen_grouped_with_distances, 0, 2);
 	tcase_add_loop_test(tc, t_widen_core_summary, 0, 2);
 	tcase_add_loop_test(tc, t_widen_many_llcs, 0, 2);
 	tcase_add_test(tc, t_widen_group_cpus_cookie);
