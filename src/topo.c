@@ -778,12 +778,11 @@ PLACE_EXTERN void place_topo_free(place_topo *t)
  * node or one the matrix lacks has no value (0). */
 static int fill_node_dist(struct place_topo *t, const struct latency *lat)
 {
-	int nn = t->nr_nodes, *row = zalloc((size_t)nn, sizeof(int));
+	int nn = t->nr_nodes, *row;
 
-	if (!lat->n || nn < 2) {
-		free(row);
+	if (!lat->n || nn < 2)
 		return 0;
-	}
+	row = zalloc((size_t)nn, sizeof(int));
 	if (!row || !(t->node_dist = zalloc((size_t)nn * (size_t)nn, sizeof(int)))) {
 		free(row);
 		return -ENOMEM;

@@ -95,10 +95,13 @@ static int *ring_table(const struct place_topo *t, int *nr)
 			u[i] = d;
 			m++;
 		}
-		for (int b = 0; b < nn; b++)
-			for (int i = 0; b != a && i < m; i++)
-				if (u[i] == node_far(t, a, b))
-					ring[a * nn + b] = i + 1;
+		for (int b = 0; b < nn; b++) {
+			int d = node_far(t, a, b), i = 0;
+
+			while (b != a && u[i] != d) /* d is among u[0 .. m) */
+				i++;
+			ring[a * nn + b] = b == a ? 0 : i + 1;
+		}
 		if (m + 1 > *nr)
 			*nr = m + 1;
 	}

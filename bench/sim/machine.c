@@ -133,8 +133,10 @@ static int node_costs(struct sim_machine *m, const place_topo *topo)
 				far = d;
 		}
 		for (int b = 0; b < nn; b++) {
-			int64_t d = latency(topo, a, b) > 0 ? latency(topo, a, b) : far, c = 1000;
+			int64_t d = latency(topo, a, b), c = 1000;
 
+			if (d <= 0)
+				d = far;
 			if (local > 0 && near < INT64_MAX && d > local)
 				c = (d - local) * 1000 / (near - local);
 			m->node_cost[a * nn + b] = c > INT_MAX ? INT_MAX : (int)c;
