@@ -616,7 +616,7 @@ PLACE_EXTERN size_t place_task_size(void);
  * its LLC is preferred to it. */
 #define PLACE_WAKE_CURRENT (1u << 3)
 /* With PLACE_WAKE_NEW: spread the new task as the kernel's fork balancing
- * does (the LLC with the most idle CPUs, else the least loaded CPU), for a
+ * does (the LLC with the most free CPUs, else the least loaded CPU), for a
  * long-lived, independent task (a process, a service loop). Without it a
  * task created by a worker (NEW with a waker_cpu) starts near its creator
  * (see place_wakeup), which is what fine-grained fork-join wants. A flag,
@@ -649,9 +649,12 @@ PLACE_EXTERN size_t place_task_size(void);
  * LLC, an idle SMT sibling of the waker, an idle CPU of its LLC), else it
  * is queued on the waker's CPU. Any other new task (NEW without a waker,
  * NEW with SPREAD, or no usable previous CPU) starts in the LLC with the
- * most idle CPUs; when no CPU is idle, on the least loaded one (running
- * plus queued tasks; the waker's LLC on a tie), so a burst of new tasks
- * spreads. Only registered CPUs inside t->cpus are considered. When
+ * most free CPUs, then the most idle ones, on a whole free core when it
+ * has one: free is idle and not the CPU where a task last slept, unless
+ * that task has run elsewhere since (or the CPU has run another), so that
+ * a sleeping task keeps its CPU as the kernel's blocked load keeps it;
+ * when no CPU is idle, on the least loaded one (running plus queued tasks;
+ * the waker's LLC on a tie), so a burst of new tasks spreads. Only registered CPUs inside t->cpus are considered. When
  * nothing idle is found in the target's LLC and the target is not the
  * waker's CPU (wake_affine's pull stays, as sched_ext keeps a SYNC wakee on
  * the waker), PLACE_FEAT_WIDEN looks beyond it: a whole idle core in the
@@ -834,6 +837,9 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
  *            PREEMPT strung together) becomes a sample of t's average run
  *            between sleeps (the short-task estimate, when that interval
  *            was timed); t holds nothing and is woken by place_wakeup.
+ *            Until t runs again (or cpu runs another task) a new task's
+ *            spread counts cpu as t's (see place_wakeup); a record freed
+ *            while asleep is never read, only its address compared.
  *   EXIT     t finished: nothing of its estimate changes (the average,
  *            and the run time gathered since its last sleep, stay as they
  *            were: a last run says nothing of a next one); t holds nothing:

@@ -271,6 +271,23 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	return slot->forced_since ? place__cookie_idle(p, d) : 0;
 }
 
+/* t starts on dense d (OS cpu): no CPU stays taken for it by the spread
+ * (slot.sleeper): its previous CPU's, if t slept there last (a CAS: that
+ * worker may have stored another task since), nor d's, which runs t now. */
+PLACE_INLINE void sleeper_leaves(struct place *p, struct place_stat_slot *s, int cpu, const place_task *t,
+				 const struct place_task_rec *r)
+{
+	uint64_t self = (uint64_t)(uintptr_t)t;
+	int from;
+
+	if (place_load_64(&s->sleeper))
+		place_store_64(&s->sleeper, 0);
+	if (r->prev_cpu == cpu || (from = place__dense(p, r->prev_cpu)) < 0 ||
+	    place_load_64(&p->slot[from].sleeper) != self)
+		return;
+	place_cas_64(&p->slot[from].sleeper, &self, 0);
+}
+
 /*
  * t leaves the queue it was counted in (wherever it was woken to) and cpu
  * leaves idle. Delivered where it was sent: one CAS does both. Stolen by
@@ -384,6 +401,7 @@ PLACE_INLINE void begin_commit(place *p, int d, int cpu, place_task *t, struct p
 	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
 	place_store_32(&c->running, 1);
 	c->curr_cookie = cookie; /* what run_end gives back to the core */
+	sleeper_leaves(p, s, cpu, t, r);
 	r->prev_cpu = cpu;
 	/* last: a wakeup that sees t here refuses it (place__task_running) */
 	place_store_ptr_rel((void **)&c->curr, t);
@@ -512,6 +530,8 @@ PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_
 	place__numa_end(p, d); /* nor on the node, for its group */
 	end_run(p, d, cpu, r, how);
 	end_interval(r, how);
+	if (how == PLACE_RUN_SLEEP) /* the spread counts d as t's while it sleeps */
+		place_store_64(&p->slot[d].sleeper, (uint64_t)(uintptr_t)t);
 	cpu_stop(p, d);
 	return d;
 }

@@ -271,30 +271,52 @@ PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task
 	return wake_affine(p, wr, r, waker, prev, ws, ps, flags & PLACE_WAKE_SYNC) ? waker : prev;
 }
 
-/* No usable prev (a new task): start in the LLC with the most available
- * CPUs, the waker's on a tie, as the kernel's fork balancing picks the
- * idlest group; in it, on a whole idle core if there is one. With nothing
- * available anywhere, on the least loaded usable CPU (running plus queued),
- * the waker's LLC first on a tie: each new task queued there counts, so a
- * burst of new tasks spreads instead of piling onto the first CPU. A slow
- * path: it reads every state once. */
+/* No usable prev (a new task): start in the LLC with the most free CPUs,
+ * then the most available ones, the waker's on a tie, as the kernel's fork
+ * balancing picks the idlest group; in it, on a whole free core if there is
+ * one, else a free CPU, else an available one. Free: available, and no task
+ * asleep there since it last ran (slot.sleeper): the kernel counts a
+ * sleeper's blocked load, and a task placed beside a sleeper shares its
+ * core or LLC when the sleeper comes back (hackbench on a 24-LLC machine at
+ * one task a core: 9 tasks in some LLCs, 7 in others, their receivers
+ * sharing cores for the whole run). With nothing available anywhere, on the
+ * least loaded usable CPU (running plus queued), the waker's LLC first on a
+ * tie: each new task queued there counts, so a burst of new tasks spreads
+ * instead of piling onto the first CPU. A slow path: it reads every state
+ * once. */
 struct new_pick {
 	int cpu;        /* the choice so far, -1 = none */
-	int idle;       /* its LLC's available CPUs (the first key) */
-	uint32_t load;  /* its running + queued (the second key) */
+	int free;       /* its LLC's free CPUs (the first key) */
+	int idle;       /* its LLC's available CPUs (the second) */
+	uint32_t load;  /* its running + queued (the third) */
 };
 
-/* LLC l's candidate: a whole idle core, else an idle CPU (load 0), else its
- * least loaded usable CPU; idle counts its available CPUs. cpu -1 when none
- * is usable. */
+PLACE_INLINE bool cpu_free(const struct place *p, int cpu, uint64_t state)
+{
+	return place__st_available(state) && !place_load_64(&p->slot[cpu].sleeper);
+}
+
+/* free cpu: 3 on a whole free core, else 2 */
+static int free_rank(const struct place *p, int cpu)
+{
+	for (int sib = p->sib_next[cpu]; sib != cpu; sib = p->sib_next[sib])
+		if (!cpu_free(p, sib, place__state(p, sib)))
+			return 2;
+	return 3;
+}
+
+/* LLC l's candidate: the first CPU of the best rank (3 a whole free core,
+ * 2 a free CPU, 1 an available CPU), else its least loaded usable CPU;
+ * free and idle count its free and available CPUs. cpu -1 when none is
+ * usable. */
 static struct new_pick llc_candidate(struct wake *w, int l)
 {
 	const struct place *p = w->p;
 	struct new_pick c = { .cpu = -1 };
-	int first_idle = -1, first_core = -1;
+	int pick = -1, rank = 0;
 
 	for (int pos = 0; pos < p->llc[l].weight; pos++) {
-		int cpu = place__llc_cpu(p, l, pos);
+		int cpu = place__llc_cpu(p, l, pos), k;
 		uint64_t s;
 		uint32_t load;
 
@@ -310,13 +332,19 @@ static struct new_pick llc_candidate(struct wake *w, int l)
 		}
 		if (!place__st_available(s))
 			continue;
-		if (c.idle++ == 0)
-			first_idle = cpu;
-		if (first_core < 0 && place__core_available(p, cpu))
-			first_core = cpu;
+		c.idle++;
+		k = 1;
+		if (cpu_free(p, cpu, s)) {
+			c.free++;
+			k = rank < 3 ? free_rank(p, cpu) : 2;
+		}
+		if (k > rank) {
+			rank = k;
+			pick = cpu;
+		}
 	}
-	if (first_idle >= 0) {
-		c.cpu = first_core >= 0 ? first_core : first_idle;
+	if (pick >= 0) {
+		c.cpu = pick;
 		c.load = 0;
 	}
 	return c;
@@ -327,8 +355,10 @@ static bool new_better(const struct wake *w, const struct new_pick *c, const str
 {
 	bool waker_llc = w->waker >= 0 && map_of(w, w->waker)->llc == l;
 
-	if (best->cpu < 0 || c->idle != best->idle)
-		return best->cpu < 0 || c->idle > best->idle;
+	if (best->cpu < 0 || c->free != best->free)
+		return best->cpu < 0 || c->free > best->free;
+	if (c->idle != best->idle)
+		return c->idle > best->idle;
 	if (c->load != best->load)
 		return c->load < best->load;
 	return waker_llc;

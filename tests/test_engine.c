@@ -1150,6 +1150,35 @@ START_TEST(t_fork_local)
 }
 END_TEST
 
+/* The spread counts a CPU whose task sleeps there as taken (the kernel's
+ * blocked load): two tasks asleep on LLC 0 send a new task to LLC 1, whose
+ * CPUs are as idle (index order would take LLC 0's first whole idle core,
+ * the sleeper's). A sleeper that runs elsewhere frees its old CPU. Policy
+ * by policy. */
+START_TEST(t_new_spread_counts_sleepers)
+{
+	struct env e;
+	place_task *a = &e.task[0], *b = &e.task[1], *c = &e.task[2];
+	int cpu;
+
+	env_open(&e, TOPO_2LLC, policies[_i], PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 0, a);
+	env_park(&e, 0, a);
+	env_run(&e, 2, b);
+	env_park(&e, 2, b);
+	cpu = env_wake(&e, c, PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	ck_assert_msg(cpu == 4, "%s: new task beside the sleepers, cpu %d", policy_name[_i], cpu);
+	env_run(&e, cpu, c);
+	/* a moves to LLC 1 and sleeps there: CPU 0 is free again, and its
+	 * core whole (CPU 1 would be picked if CPU 0 still counted as a's) */
+	env_run(&e, 5, a);
+	env_park(&e, 5, a);
+	cpu = env_wake(&e, &e.task[3], PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	ck_assert_msg(cpu == 0, "%s: new task went to cpu %d, not the freed core", policy_name[_i], cpu);
+	env_close(&e);
+}
+END_TEST
+
 /* A task the runtime drops after its wakeup holds nothing afterwards: a
  * claimed idle CPU is idle for the next wakeup again, a stacked task's
  * queue slot goes; it can be woken again later. Policy by policy. */
@@ -1636,6 +1665,7 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_rewake_before_run, 0, 3);
 	tcase_add_loop_test(tc, t_new_tasks_spread_when_busy, 0, 3);
 	tcase_add_loop_test(tc, t_fork_local, 0, 3);
+	tcase_add_loop_test(tc, t_new_spread_counts_sleepers, 0, 3);
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
 	tcase_add_loop_test(tc, t_short_paths_agree, 0, 36);
 	tcase_add_test(tc, t_queued_saturates_sticky);
