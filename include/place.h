@@ -650,9 +650,9 @@ PLACE_EXTERN size_t place_task_size(void);
  * is queued on the waker's CPU. Any other new task (NEW without a waker,
  * NEW with SPREAD, or no usable previous CPU) starts in the LLC with the
  * most free CPUs, then the most idle ones, on a whole free core when it
- * has one: free is idle and not the CPU where a task last slept, unless
- * that task has run elsewhere since (or the CPU has run another), so that
- * a sleeping task keeps its CPU as the kernel's blocked load keeps it;
+ * has one: free is idle and not the CPU where a task last went to sleep
+ * (unless it has run on another CPU since, or exited), so that a
+ * sleeping task keeps its CPU as the kernel's blocked load keeps it;
  * when no CPU is idle, on the least loaded one (running plus queued tasks;
  * the waker's LLC on a tie), so a burst of new tasks spreads. Only registered CPUs inside t->cpus are considered. When
  * nothing idle is found in the target's LLC and the target is not the
@@ -837,9 +837,10 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
  *            PREEMPT strung together) becomes a sample of t's average run
  *            between sleeps (the short-task estimate, when that interval
  *            was timed); t holds nothing and is woken by place_wakeup.
- *            Until t runs again (or cpu runs another task) a new task's
- *            spread counts cpu as t's (see place_wakeup); a record freed
- *            while asleep is never read, only its address compared.
+ *            Until t starts on another CPU (or another task sleeps on cpu)
+ *            a new task's spread counts cpu as t's (see place_wakeup); a
+ *            record freed while asleep is never read, only its address
+ *            compared.
  *   EXIT     t finished: nothing of its estimate changes (the average,
  *            and the run time gathered since its last sleep, stay as they
  *            were: a last run says nothing of a next one); t holds nothing:

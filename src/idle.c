@@ -271,21 +271,30 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	return slot->forced_since ? place__cookie_idle(p, d) : 0;
 }
 
-/* t starts on dense d (OS cpu): no CPU stays taken for it by the spread
- * (slot.sleeper): its previous CPU's, if t slept there last (a CAS: that
- * worker may have stored another task since), nor d's, which runs t now. */
-PLACE_INLINE void sleeper_leaves(struct place *p, struct place_stat_slot *s, int cpu, const place_task *t,
-				 const struct place_task_rec *r)
+/* t starts on OS cpu: the CPU it last slept on, if another, is no longer
+ * its for the spread (slot.sleeper; a CAS: that CPU's worker may have
+ * stored another task since). */
+PLACE_INLINE void sleeper_moves(struct place *p, int cpu, const place_task *t, const struct place_task_rec *r)
 {
 	uint64_t self = (uint64_t)(uintptr_t)t;
 	int from;
 
-	if (place_load_64(&s->sleeper))
-		place_store_64(&s->sleeper, 0);
 	if (r->prev_cpu == cpu || (from = place__dense(p, r->prev_cpu)) < 0 ||
 	    place_load_64(&p->slot[from].sleeper) != self)
 		return;
 	place_cas_64(&p->slot[from].sleeper, &self, 0);
+}
+
+/* t's run on dense d ended with how: asleep, t keeps d for the spread
+ * (slot.sleeper); exiting, it gives d back if it had it. */
+PLACE_INLINE void sleeper_mark(struct place *p, int d, const place_task *t, unsigned how)
+{
+	uint64_t *mark = &p->slot[d].sleeper, self = (uint64_t)(uintptr_t)t;
+
+	if (how == PLACE_RUN_SLEEP)
+		place_store_64(mark, self);
+	else if (how == PLACE_RUN_EXIT && place_load_64(mark) == self)
+		place_store_64(mark, 0);
 }
 
 /*
@@ -401,7 +410,7 @@ PLACE_INLINE void begin_commit(place *p, int d, int cpu, place_task *t, struct p
 	place_store_64(&c->curr_avg_ns, r->avg_run_ns);
 	place_store_32(&c->running, 1);
 	c->curr_cookie = cookie; /* what run_end gives back to the core */
-	sleeper_leaves(p, s, cpu, t, r);
+	sleeper_moves(p, cpu, t, r);
 	r->prev_cpu = cpu;
 	/* last: a wakeup that sees t here refuses it (place__task_running) */
 	place_store_ptr_rel((void **)&c->curr, t);
@@ -530,8 +539,7 @@ PLACE_INLINE int run_end(place *p, int cpu, place_task *t, unsigned how, uint32_
 	place__numa_end(p, d); /* nor on the node, for its group */
 	end_run(p, d, cpu, r, how);
 	end_interval(r, how);
-	if (how == PLACE_RUN_SLEEP) /* the spread counts d as t's while it sleeps */
-		place_store_64(&p->slot[d].sleeper, (uint64_t)(uintptr_t)t);
+	sleeper_mark(p, d, t, how);
 	cpu_stop(p, d);
 	return d;
 }
@@ -629,6 +637,7 @@ PLACE_INLINE int run_switch(place *p, int cpu, place_task *prev, unsigned how, p
 	stamped = pr->run_weight & PLACE_RUN_TIMED; /* end_run reads the clock into c->stamp */
 	end_run(p, d, cpu, pr, how);
 	end_interval(pr, how);
+	sleeper_mark(p, d, prev, how);
 	begin_commit(p, d, cpu, next, r, group, cookie, stamped, handoff);
 	return 0;
 }

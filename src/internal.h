@@ -299,15 +299,16 @@ struct place_stat_slot {
 	/* Per-CPU slots only: runs begun here, for one timed run in
 	 * PLACE_RUN_SAMPLE of short tasks (idle.c). Its worker only, plain. */
 	uint32_t run_seq;
-	/* Per-CPU slots only: the address of the task that last slept here
-	 * and has not started anywhere since, 0 when none: the spread
-	 * (select.c, new_target) counts this CPU as taken, as the kernel's
-	 * fork balancing counts a sleeper's blocked load. The worker stores
-	 * it (its task's run_end with SLEEP; 0 at its next run_begin); the
-	 * task's run_begin on another CPU clears it with a CAS (that worker
-	 * may have stored another task since). Relaxed: a hint, read relaxed
-	 * by new_target. Compared, never dereferenced: a task freed while
-	 * asleep keeps the CPU counted until its worker runs another. */
+	/* Per-CPU slots only: the address of the task that last ended a run
+	 * here asleep, until it starts on another CPU or exits here; 0 when
+	 * none. The spread (select.c, new_target) counts this CPU as taken,
+	 * as the kernel's fork balancing counts a sleeper's blocked load. The
+	 * worker stores it (run_end or run_switch: SLEEP stores the task, an
+	 * EXIT of that task 0); the task's run_begin on another CPU clears it
+	 * with a CAS (the worker may have stored another task since). Relaxed:
+	 * a hint, read relaxed by new_target. Compared, never dereferenced: a
+	 * task freed while asleep keeps the CPU counted until another task
+	 * sleeps there. */
 	uint64_t sleeper;
 };
 

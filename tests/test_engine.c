@@ -1151,21 +1151,27 @@ START_TEST(t_fork_local)
 END_TEST
 
 /* The spread counts a CPU whose task sleeps there as taken (the kernel's
- * blocked load): two tasks asleep on LLC 0 send a new task to LLC 1, whose
- * CPUs are as idle (index order would take LLC 0's first whole idle core,
- * the sleeper's). A sleeper that runs elsewhere frees its old CPU. Policy
- * by policy. */
+ * blocked load): with a sleeper on CPU 0 and one on CPU 2 (gone to sleep
+ * through place_run_switch), LLC 0 has fewer free CPUs than LLC 1 (one
+ * sleeper, CPU 6) and a new task goes to LLC 1's whole free core (index
+ * order would take LLC 0's first whole idle core, CPU 0). A sleeper that
+ * runs elsewhere frees its old CPU, one that exits its own. Policy by
+ * policy. */
 START_TEST(t_new_spread_counts_sleepers)
 {
 	struct env e;
-	place_task *a = &e.task[0], *b = &e.task[1], *c = &e.task[2];
+	place_task *a = &e.task[0], *b = &e.task[1], *c = &e.task[2], *d = &e.task[5], *f = &e.task[6];
 	int cpu;
 
 	env_open(&e, TOPO_2LLC, policies[_i], PLACE_FEAT_DEFAULT, true);
 	env_run(&e, 0, a);
 	env_park(&e, 0, a);
 	env_run(&e, 2, b);
-	env_park(&e, 2, b);
+	ck_assert_int_eq(place_run_switch(e.p, 2, b, PLACE_RUN_SLEEP, d), 0);
+	ck_assert_int_eq(place_run_end(e.p, 2, d, PLACE_RUN_EXIT), 0); /* not b's CPU to give back */
+	ck_assert_int_eq(place_idle_enter(e.p, 2), 0);
+	env_run(&e, 6, f);
+	env_park(&e, 6, f);
 	cpu = env_wake(&e, c, PLACE_CPU_NONE, PLACE_WAKE_NEW);
 	ck_assert_msg(cpu == 4, "%s: new task beside the sleepers, cpu %d", policy_name[_i], cpu);
 	env_run(&e, cpu, c);
@@ -1175,6 +1181,13 @@ START_TEST(t_new_spread_counts_sleepers)
 	env_park(&e, 5, a);
 	cpu = env_wake(&e, &e.task[3], PLACE_CPU_NONE, PLACE_WAKE_NEW);
 	ck_assert_msg(cpu == 0, "%s: new task went to cpu %d, not the freed core", policy_name[_i], cpu);
+	/* b runs again where it slept and exits: CPU 2 is free, its core
+	 * whole (CPU 1 would be picked if CPU 2 still counted as b's) */
+	env_run(&e, 2, b);
+	ck_assert_int_eq(place_run_end(e.p, 2, b, PLACE_RUN_EXIT), 0);
+	ck_assert_int_eq(place_idle_enter(e.p, 2), 0);
+	cpu = env_wake(&e, &e.task[4], PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	ck_assert_msg(cpu == 2, "%s: new task went to cpu %d, not the exited task's core", policy_name[_i], cpu);
 	env_close(&e);
 }
 END_TEST
