@@ -616,7 +616,8 @@ PLACE_EXTERN size_t place_task_size(void);
  * its LLC is preferred to it. */
 #define PLACE_WAKE_CURRENT (1u << 3)
 /* With PLACE_WAKE_NEW: spread the new task as the kernel's fork balancing
- * does (the LLC with the most free CPUs, else the least loaded CPU), for a
+ * does (the LLC with the most free CPUs, see place_wakeup, else the least
+ * loaded CPU), for a
  * long-lived, independent task (a process, a service loop). Without it a
  * task created by a worker (NEW with a waker_cpu) starts near its creator
  * (see place_wakeup), which is what fine-grained fork-join wants. A flag,
@@ -649,12 +650,15 @@ PLACE_EXTERN size_t place_task_size(void);
  * LLC, an idle SMT sibling of the waker, an idle CPU of its LLC), else it
  * is queued on the waker's CPU. Any other new task (NEW without a waker,
  * NEW with SPREAD, or no usable previous CPU) starts in the LLC with the
- * most free CPUs, then the most idle ones, on a whole free core when it
- * has one: free is idle and not the CPU where a task last went to sleep
- * (unless it has run on another CPU since, or exited), so that a
- * sleeping task keeps its CPU as the kernel's blocked load keeps it;
- * when no CPU is idle, on the least loaded one (running plus queued tasks;
- * the waker's LLC on a tie), so a burst of new tasks spreads. Only registered CPUs inside t->cpus are considered. When
+ * most free CPUs, then the most idle ones; in it on a whole free core,
+ * else a free CPU, else a whole idle core, else an idle CPU. Free: idle,
+ * and not the CPU where the last task to go to sleep there still sleeps
+ * (it has not started on another CPU, exited or been forgotten since), so
+ * that a sleeping task keeps its CPU, as the kernel counts a sleeper's
+ * load (without its decay: see place_run_end). When no CPU is idle, on the
+ * least loaded one (running plus queued tasks; the waker's LLC on a tie),
+ * so a burst of new tasks spreads. Only registered CPUs inside t->cpus are
+ * considered. When
  * nothing idle is found in the target's LLC and the target is not the
  * waker's CPU (wake_affine's pull stays, as sched_ext keeps a SYNC wakee on
  * the waker), PLACE_FEAT_WIDEN looks beyond it: a whole idle core in the
@@ -837,10 +841,12 @@ PLACE_EXTERN int place_run_begin(place *p, int cpu, place_task *t);
  *            PREEMPT strung together) becomes a sample of t's average run
  *            between sleeps (the short-task estimate, when that interval
  *            was timed); t holds nothing and is woken by place_wakeup.
- *            Until t starts on another CPU (or another task sleeps on cpu)
- *            a new task's spread counts cpu as t's (see place_wakeup); a
- *            record freed while asleep is never read, only its address
- *            compared.
+ *            Until t starts on another CPU, exits or is forgotten
+ *            (place_task_forget), or another task sleeps on cpu, a new
+ *            task's spread counts cpu as t's (see place_wakeup), however
+ *            long t sleeps. Only t's address is kept, never read: a record
+ *            freed, initialised again or copied while asleep leaves cpu
+ *            counted until another task sleeps there (forget it first).
  *   EXIT     t finished: nothing of its estimate changes (the average,
  *            and the run time gathered since its last sleep, stay as they
  *            were: a last run says nothing of a next one); t holds nothing:
@@ -971,9 +977,10 @@ PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t);
  * it): give up what that wakeup left behind, so nothing waits for t
  * forever: its claim or queue slot on the CPU it was sent to (that CPU is
  * idle for new wakeups again when its worker is idle) and, after a NUMA
- * move, its slot under the destination's moves cap. A task that holds
- * nothing is left as it is. t may be woken again later (a new placement
- * from its previous CPU). Not while t runs (between place_run_begin and
+ * move, its slot under the destination's moves cap; and the CPU where it
+ * last went to sleep no longer counts as its for a new task's spread (see
+ * place_run_end). Its history stays (previous CPU, average run). t may be
+ * woken again later (a new placement from its previous CPU). Not while t runs (between place_run_begin and
  * place_run_end) or concurrently with another call on t. -EINVAL p or t
  * NULL, t not initialised; -EXDEV t holds something of another instance
  * (forget it there; see place_task_init), nothing changed. Any thread that

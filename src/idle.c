@@ -271,18 +271,28 @@ PLACE_EXTERN int place_idle_enter(place *p, int cpu)
 	return slot->forced_since ? place__cookie_idle(p, d) : 0;
 }
 
-/* t starts on OS cpu: the CPU it last slept on, if another, is no longer
- * its for the spread (slot.sleeper; a CAS: that CPU's worker may have
- * stored another task since). */
-PLACE_INLINE void sleeper_moves(struct place *p, int cpu, const place_task *t, const struct place_task_rec *r)
+/* t's mark on OS cpu os, if t still has it, goes (a CAS: that CPU's
+ * worker may have stored another task since). */
+PLACE_INLINE void sleeper_drop(struct place *p, const place_task *t, int os)
 {
 	uint64_t self = (uint64_t)(uintptr_t)t;
-	int from;
+	int from = place__dense(p, os);
 
-	if (r->prev_cpu == cpu || (from = place__dense(p, r->prev_cpu)) < 0 ||
-	    place_load_64(&p->slot[from].sleeper) != self)
-		return;
-	place_cas_64(&p->slot[from].sleeper, &self, 0);
+	if (from >= 0 && place_load_64(&p->slot[from].sleeper) == self)
+		place_cas_64(&p->slot[from].sleeper, &self, 0);
+}
+
+void place__sleeper_drop(struct place *p, const place_task *t, int os)
+{
+	sleeper_drop(p, t, os);
+}
+
+/* t starts on OS cpu: the CPU it last slept on, if another, is no longer
+ * its for the spread (slot.sleeper). */
+PLACE_INLINE void sleeper_moves(struct place *p, int cpu, const place_task *t, const struct place_task_rec *r)
+{
+	if (r->prev_cpu != cpu)
+		sleeper_drop(p, t, r->prev_cpu);
 }
 
 /* t's run on dense d ended with how: asleep, t keeps d for the spread

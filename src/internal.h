@@ -300,15 +300,18 @@ struct place_stat_slot {
 	 * PLACE_RUN_SAMPLE of short tasks (idle.c). Its worker only, plain. */
 	uint32_t run_seq;
 	/* Per-CPU slots only: the address of the task that last ended a run
-	 * here asleep, until it starts on another CPU or exits here; 0 when
-	 * none. The spread (select.c, new_target) counts this CPU as taken,
-	 * as the kernel's fork balancing counts a sleeper's blocked load. The
-	 * worker stores it (run_end or run_switch: SLEEP stores the task, an
-	 * EXIT of that task 0); the task's run_begin on another CPU clears it
-	 * with a CAS (the worker may have stored another task since). Relaxed:
-	 * a hint, read relaxed by new_target. Compared, never dereferenced: a
-	 * task freed while asleep keeps the CPU counted until another task
-	 * sleeps there. */
+	 * here asleep, until it starts on another CPU, exits here or is
+	 * forgotten; 0 when none. The spread (select.c, cpu_free) counts this
+	 * CPU as taken, as the kernel's fork balancing counts a sleeper's
+	 * blocked load (without its decay). The worker stores it (run_end,
+	 * run_switch and run_handoff: SLEEP stores the task, an EXIT of that
+	 * task 0); any other thread only CASes it from one task's address to
+	 * 0 (place__sleeper_drop: that task's start on another CPU, through
+	 * run_begin, run_switch or run_handoff, or its place_task_forget), so
+	 * no store of the worker is lost. Relaxed: a hint, read relaxed by
+	 * cpu_free. Compared, never dereferenced: a record freed, initialised
+	 * again or copied while asleep keeps the CPU counted until another
+	 * task sleeps there. The slot's last line, apart from the counters. */
 	uint64_t sleeper;
 };
 
@@ -617,6 +620,8 @@ void place__idle_publish(struct place *p, int cpu);
 void place__idle_withdraw(struct place *p, int cpu);
 void place__exact_unpublish(struct place *p, int cpu);
 bool place__core_available(const struct place *p, int cpu);
+/* t's spread mark (slot.sleeper) on OS cpu os goes, if t still has it. */
+void place__sleeper_drop(struct place *p, const place_task *t, int os);
 uint32_t place__util_recompute(struct place *p, int l, uint64_t now, uint64_t stamp);
 void place__util_refresh(struct place *p, int l);
 uint32_t place__scan_bound(uint64_t weight, uint64_t util);

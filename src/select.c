@@ -274,8 +274,9 @@ PLACE_INLINE int affine_choice(struct place *p, place_task *t, struct place_task
 /* No usable prev (a new task): start in the LLC with the most free CPUs,
  * then the most available ones, the waker's on a tie, as the kernel's fork
  * balancing picks the idlest group; in it, on a whole free core if there is
- * one, else a free CPU, else an available one. Free: available, and no task
- * asleep there since it last ran (slot.sleeper): the kernel counts a
+ * one, else a free CPU, else a whole available core, else an available
+ * CPU. Free: available, and not the CPU of the task that last went to
+ * sleep there while it sleeps (slot.sleeper): the kernel counts a
  * sleeper's blocked load, and a task placed beside a sleeper shares its
  * core or LLC when the sleeper comes back (hackbench on a 24-LLC machine at
  * one task a core: 9 tasks in some LLCs, 7 in others, their receivers
@@ -296,19 +297,28 @@ PLACE_INLINE bool cpu_free(const struct place *p, int cpu, uint64_t state)
 	return place__st_available(state) && !place_load_64(&p->slot[cpu].sleeper);
 }
 
-/* free cpu: 3 on a whole free core, else 2 */
-static int free_rank(const struct place *p, int cpu)
+/* Available cpu's rank for the spread: 4 free on a whole free core, 3
+ * free, 2 on a whole available core (a sleeper's mark on it: every CPU of
+ * a long-running server may carry one), 1 available; 0 when it cannot beat
+ * best (its siblings are then not read). */
+static int spread_rank(const struct place *p, int cpu, bool free, int best)
 {
-	for (int sib = p->sib_next[cpu]; sib != cpu; sib = p->sib_next[sib])
-		if (!cpu_free(p, sib, place__state(p, sib)))
-			return 2;
-	return 3;
+	bool whole = true, whole_free = free;
+
+	if (best >= (free ? 4 : 2))
+		return 0;
+	for (int sib = p->sib_next[cpu]; sib != cpu && whole; sib = p->sib_next[sib]) {
+		uint64_t s = place__state(p, sib);
+
+		whole = place__st_available(s);
+		whole_free = whole_free && cpu_free(p, sib, s);
+	}
+	return free ? 3 + whole_free : 1 + whole;
 }
 
-/* LLC l's candidate: the first CPU of the best rank (3 a whole free core,
- * 2 a free CPU, 1 an available CPU), else its least loaded usable CPU;
- * free and idle count its free and available CPUs. cpu -1 when none is
- * usable. */
+/* LLC l's candidate: the first CPU of the best rank (spread_rank()), else
+ * its least loaded usable CPU; free and idle count its free and available
+ * CPUs. cpu -1 when none is usable. */
 static struct new_pick llc_candidate(struct wake *w, int l)
 {
 	const struct place *p = w->p;
@@ -319,6 +329,7 @@ static struct new_pick llc_candidate(struct wake *w, int l)
 		int cpu = place__llc_cpu(p, l, pos), k;
 		uint64_t s;
 		uint32_t load;
+		bool free;
 
 		if (!place__allowed(p, w->t, cpu))
 			continue;
@@ -333,11 +344,9 @@ static struct new_pick llc_candidate(struct wake *w, int l)
 		if (!place__st_available(s))
 			continue;
 		c.idle++;
-		k = 1;
-		if (cpu_free(p, cpu, s)) {
-			c.free++;
-			k = rank < 3 ? free_rank(p, cpu) : 2;
-		}
+		free = cpu_free(p, cpu, s);
+		c.free += free;
+		k = spread_rank(p, cpu, free, rank);
 		if (k > rank) {
 			rank = k;
 			pick = cpu;
@@ -1429,6 +1438,7 @@ PLACE_EXTERN int place_task_forget(place *p, place_task *t)
 	give_up_delivery(p, r);
 	if (r->numa_pending)
 		place__numa_started(p, r); /* its slot under the moves cap */
+	place__sleeper_drop(p, t, r->prev_cpu); /* nor is its CPU kept for it */
 	return 0;
 }
 

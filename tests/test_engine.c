@@ -1192,6 +1192,60 @@ START_TEST(t_new_spread_counts_sleepers)
 }
 END_TEST
 
+/* The spread's mark (slot.sleeper), edge by edge: the last task to sleep on
+ * a CPU holds it (its sleeping predecessor, moving on, takes nothing off);
+ * a preemption leaves it; an exit through place_run_switch clears it;
+ * place_task_forget drops it. Policy by policy. */
+START_TEST(t_spread_marks)
+{
+	struct env e;
+	place_task *a = &e.task[0], *u = &e.task[1], *v = &e.task[2];
+
+	env_open(&e, TOPO_2LLC, policies[_i], PLACE_FEAT_DEFAULT, true);
+	env_run(&e, 0, a);
+	env_park(&e, 0, a);
+	ck_assert_uint_eq(e.p->slot[0].sleeper, (uintptr_t)a);
+	env_run(&e, 0, u);
+	env_park(&e, 0, u);
+	env_run(&e, 5, a); /* a moves on: CPU 0 is u's, not a's to clear */
+	ck_assert_uint_eq(e.p->slot[0].sleeper, (uintptr_t)u);
+	env_park(&e, 5, a);
+	ck_assert_uint_eq(e.p->slot[5].sleeper, (uintptr_t)a);
+	env_run(&e, 0, u);
+	ck_assert_int_eq(place_run_end(e.p, 0, u, PLACE_RUN_PREEMPT), 0);
+	ck_assert_uint_eq(e.p->slot[0].sleeper, (uintptr_t)u);
+	env_run(&e, 0, u);
+	ck_assert_int_eq(place_run_switch(e.p, 0, u, PLACE_RUN_EXIT, v), 0);
+	ck_assert_uint_eq(e.p->slot[0].sleeper, 0);
+	env_park(&e, 0, v);
+	ck_assert_uint_eq(e.p->slot[0].sleeper, (uintptr_t)v);
+	ck_assert_int_eq(place_task_forget(e.p, v), 0);
+	ck_assert_uint_eq(e.p->slot[0].sleeper, 0);
+	ck_assert_uint_eq(e.p->slot[5].sleeper, (uintptr_t)a);
+	env_close(&e);
+}
+END_TEST
+
+/* Every idle CPU carries a sleeper's mark (a long-running server): a new
+ * task still takes a whole idle core (CPU 2), not the idle sibling of the
+ * busy CPU 0. Policy by policy. */
+START_TEST(t_spread_whole_core_among_sleepers)
+{
+	struct env e;
+	int cpu;
+
+	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
+	for (int c = 1; c < 8; c++) {
+		env_run(&e, c, &e.task[c]);
+		env_park(&e, c, &e.task[c]);
+	}
+	env_run(&e, 0, &e.task[0]);
+	cpu = env_wake(&e, &e.task[8], PLACE_CPU_NONE, PLACE_WAKE_NEW);
+	ck_assert_msg(cpu == 2, "%s: new task went to cpu %d, not the first whole idle core", policy_name[_i], cpu);
+	env_close(&e);
+}
+END_TEST
+
 /* A task the runtime drops after its wakeup holds nothing afterwards: a
  * claimed idle CPU is idle for the next wakeup again, a stacked task's
  * queue slot goes; it can be woken again later. Policy by policy. */
@@ -1679,6 +1733,8 @@ static Suite *engine_suite(void)
 	tcase_add_loop_test(tc, t_new_tasks_spread_when_busy, 0, 3);
 	tcase_add_loop_test(tc, t_fork_local, 0, 3);
 	tcase_add_loop_test(tc, t_new_spread_counts_sleepers, 0, 3);
+	tcase_add_loop_test(tc, t_spread_marks, 0, 3);
+	tcase_add_loop_test(tc, t_spread_whole_core_among_sleepers, 0, 3);
 	tcase_add_loop_test(tc, t_forget_gives_back, 0, 3);
 	tcase_add_loop_test(tc, t_short_paths_agree, 0, 36);
 	tcase_add_test(tc, t_queued_saturates_sticky);
