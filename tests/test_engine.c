@@ -1150,6 +1150,14 @@ START_TEST(t_fork_local)
 }
 END_TEST
 
+/* A new task (NEW, no waker) t: the spread must send it to want. */
+static void spread_expect(struct env *e, place_task *t, int want, const char *policy, const char *why)
+{
+	int cpu = env_wake(e, t, PLACE_CPU_NONE, PLACE_WAKE_NEW);
+
+	ck_assert_msg(cpu == want, "%s: new task went to cpu %d, not %d (%s)", policy, cpu, want, why);
+}
+
 /* The spread counts a CPU whose task sleeps there as taken (the kernel's
  * blocked load): with a sleeper on CPU 0 and one on CPU 2 (gone to sleep
  * through place_run_switch), LLC 0 has fewer free CPUs than LLC 1 (one
@@ -1161,7 +1169,6 @@ START_TEST(t_new_spread_counts_sleepers)
 {
 	struct env e;
 	place_task *a = &e.task[0], *b = &e.task[1], *c = &e.task[2], *d = &e.task[5], *f = &e.task[6];
-	int cpu;
 
 	env_open(&e, TOPO_2LLC, policies[_i], PLACE_FEAT_DEFAULT, true);
 	env_run(&e, 0, a);
@@ -1172,22 +1179,19 @@ START_TEST(t_new_spread_counts_sleepers)
 	ck_assert_int_eq(place_idle_enter(e.p, 2), 0);
 	env_run(&e, 6, f);
 	env_park(&e, 6, f);
-	cpu = env_wake(&e, c, PLACE_CPU_NONE, PLACE_WAKE_NEW);
-	ck_assert_msg(cpu == 4, "%s: new task beside the sleepers, cpu %d", policy_name[_i], cpu);
-	env_run(&e, cpu, c);
+	spread_expect(&e, c, 4, policy_name[_i], "LLC 1's whole free core");
+	env_run(&e, 4, c);
 	/* a moves to LLC 1 and sleeps there: CPU 0 is free again, and its
 	 * core whole (CPU 1 would be picked if CPU 0 still counted as a's) */
 	env_run(&e, 5, a);
 	env_park(&e, 5, a);
-	cpu = env_wake(&e, &e.task[3], PLACE_CPU_NONE, PLACE_WAKE_NEW);
-	ck_assert_msg(cpu == 0, "%s: new task went to cpu %d, not the freed core", policy_name[_i], cpu);
+	spread_expect(&e, &e.task[3], 0, policy_name[_i], "the core a's move freed");
 	/* b runs again where it slept and exits: CPU 2 is free, its core
 	 * whole (CPU 1 would be picked if CPU 2 still counted as b's) */
 	env_run(&e, 2, b);
 	ck_assert_int_eq(place_run_end(e.p, 2, b, PLACE_RUN_EXIT), 0);
 	ck_assert_int_eq(place_idle_enter(e.p, 2), 0);
-	cpu = env_wake(&e, &e.task[4], PLACE_CPU_NONE, PLACE_WAKE_NEW);
-	ck_assert_msg(cpu == 2, "%s: new task went to cpu %d, not the exited task's core", policy_name[_i], cpu);
+	spread_expect(&e, &e.task[4], 2, policy_name[_i], "the core b's exit freed");
 	env_close(&e);
 }
 END_TEST
@@ -1232,7 +1236,6 @@ END_TEST
 START_TEST(t_spread_whole_core_among_sleepers)
 {
 	struct env e;
-	int cpu;
 
 	env_open(&e, TOPO_4C8T, policies[_i], PLACE_FEAT_DEFAULT, true);
 	for (int c = 1; c < 8; c++) {
@@ -1240,8 +1243,7 @@ START_TEST(t_spread_whole_core_among_sleepers)
 		env_park(&e, c, &e.task[c]);
 	}
 	env_run(&e, 0, &e.task[0]);
-	cpu = env_wake(&e, &e.task[8], PLACE_CPU_NONE, PLACE_WAKE_NEW);
-	ck_assert_msg(cpu == 2, "%s: new task went to cpu %d, not the first whole idle core", policy_name[_i], cpu);
+	spread_expect(&e, &e.task[8], 2, policy_name[_i], "the first whole idle core");
 	env_close(&e);
 }
 END_TEST
