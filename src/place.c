@@ -203,7 +203,7 @@ PLACE_EXTERN int place_create(place **out, const place_topo *topo, const place_c
 		return err;
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return -ENOMEM;
+		return place__fail(-ENOMEM, "place_create: out of memory");
 	p->policy = cfg->policy;
 	p->feat = cfg->features;
 	p->id = instance_id(p);

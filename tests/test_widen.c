@@ -11,6 +11,10 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hwloc.h>
 
 #include "test_engine.h"
 #include "testlib.h"
@@ -228,6 +232,88 @@ START_TEST(t_widen_many_llcs)
 	env_close(&e);
 }
 END_TEST
+
+#if HWLOC_API_VERSION >= 0x00020500
+/* Export synthetic with the nodes' latency matrix lat (row: from) to a
+ * temporary XML file, whose "xml:" source goes into source; the file's
+ * path into path (the caller unlinks it). hwloc's synthetic strings carry
+ * no distances: its API adds them. */
+static void export_with_latencies(const char *synthetic, const hwloc_uint64_t *lat, unsigned nn, char *path,
+				  char *source, size_t size)
+{
+	hwloc_topology_t t;
+	hwloc_obj_t nodes[8];
+	hwloc_distances_add_handle_t h;
+	hwloc_uint64_t values[64];
+	int fd;
+
+	ck_assert_uint_le(nn, 8);
+	memcpy(values, lat, nn * nn * sizeof(*lat)); /* hwloc's argument is not const */
+	ck_assert_int_eq(hwloc_topology_init(&t), 0);
+	ck_assert_int_eq(hwloc_topology_set_synthetic(t, synthetic), 0);
+	ck_assert_int_eq(hwloc_topology_load(t), 0);
+	for (unsigned i = 0; i < nn; i++)
+		ck_assert_ptr_nonnull(nodes[i] = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, i));
+	h = hwloc_distances_add_create(t, "NUMALatency",
+				       HWLOC_DISTANCES_KIND_FROM_USER | HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(hwloc_distances_add_values(t, h, nn, nodes, values, 0), 0);
+	ck_assert_int_eq(hwloc_distances_add_commit(t, h, 0), 0);
+	strcpy(path, "/tmp/place-widen-XXXXXX");
+	ck_assert_int_ge(fd = mkstemp(path), 0);
+	close(fd);
+	ck_assert_int_eq(hwloc_topology_export_xml(t, path, 0), 0);
+	hwloc_topology_destroy(t);
+	snprintf(source, size, "xml:%s", path);
+}
+
+/* Four nodes of 18 one-CPU LLCs (72 LLCs: two summary words; node n holds
+ * LLCs 18n .. 18n+17, node 3 across the words) and an asymmetric matrix
+ * with three rings from node 0: node 2 (20), node 1 (40 from 0, 20 back:
+ * 30), node 3 (34 and 30: 32). Read from node 0's row alone, node 3 would
+ * come before node 1. Wakeups from node 0 with nodes 0 and 2 full, and
+ * from node 3 itself (its ring 0, across the word boundary). */
+START_TEST(t_widen_rings_asymmetric)
+{
+	static const hwloc_uint64_t lat[16] = { 10, 40, 20, 34, 20, 10, 30, 20, 20, 30, 10, 30, 30, 20, 30, 10 };
+	static const int ring_from0[4] = { 0, 2, 1, 3 }, ring_from1[4] = { 2, 0, 2, 1 };
+	static place_task dummy[72];
+	char path[64], source[96];
+	struct env e;
+	int cpu;
+
+	export_with_latencies("pack:4 [numa] l3:18 core:1 pu:1", lat, 4, path, source, sizeof(source));
+	env_open(&e, source, policies[_i], PLACE_FEAT_DEFAULT, true);
+	unlink(path);
+	ck_assert_int_eq(e.p->llc_words, 2);
+	ck_assert_int_eq(e.p->nr_rings, 4);
+	for (int n = 0; n < 4; n++) {
+		ck_assert_int_eq(e.p->node_ring[0 * 4 + n], ring_from0[n]);
+		ck_assert_int_eq(e.p->node_ring[1 * 4 + n], ring_from1[n]);
+	}
+	for (cpu = 0; cpu < e.nr_cpus; cpu++) {
+		int l = llc_of(&e, cpu);
+
+		place_task_init(&dummy[cpu], 0, 0);
+		if (l != 20 && l != 60 && l != 70)
+			env_run(&e, cpu, &dummy[cpu]);
+	}
+	cpu = env_wake(&e, env_task_on(&e, 0, 5), PLACE_CPU_NONE, 0);
+	ck_assert_msg(llc_of(&e, cpu) == 20, "%s: got LLC %d, wanted 20 (node 1, 30 away both ways)",
+		      policy_name[_i], llc_of(&e, cpu));
+	cpu = place_idle_near(e.p, 5, PLACE_WAKE_NOCLAIM);
+	ck_assert_msg(llc_of(&e, cpu) == 60, "%s: thief query got LLC %d, wanted 60 (node 3, word 0 first)",
+		      policy_name[_i], llc_of(&e, cpu));
+	cpu = env_wake(&e, env_task_on(&e, 1, 66), PLACE_CPU_NONE, 0);
+	ck_assert_msg(llc_of(&e, cpu) == 70, "%s: from LLC 66 got LLC %d, wanted 70 (after 66, word 1)",
+		      policy_name[_i], llc_of(&e, cpu));
+	cpu = env_wake(&e, env_task_on(&e, 2, 66), PLACE_CPU_NONE, 0);
+	ck_assert_msg(llc_of(&e, cpu) == 60, "%s: from LLC 66 got LLC %d, wanted 60 (wrapping to word 0)",
+		      policy_name[_i], llc_of(&e, cpu));
+	env_close(&e);
+}
+END_TEST
+#endif
 
 /* A task with a NUMA group is widened within its target's node only; its
  * cpu_set_t is honoured; a cookie too (a core running another cookie is
@@ -645,6 +731,9 @@ static Suite *widen_suite(void)
 	tcase_add_loop_test(tc, t_widen_grouped_with_distances, 0, 2);
 	tcase_add_loop_test(tc, t_widen_core_summary, 0, 2);
 	tcase_add_loop_test(tc, t_widen_many_llcs, 0, 2);
+#if HWLOC_API_VERSION >= 0x00020500
+	tcase_add_loop_test(tc, t_widen_rings_asymmetric, 0, 2);
+#endif
 	tcase_add_test(tc, t_widen_group_cpus_cookie);
 	tcase_add_test(tc, t_widen_saturated_is_cheap);
 	tcase_add_test(tc, t_widen_recheck_throttled);
