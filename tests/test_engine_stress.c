@@ -6,7 +6,8 @@
  * while others may steal it), stealing and claim release. An oracle checks that a claim is exclusive:
  * each returned claim is recorded with a CAS on owner[cpu], which must find
  * the slot free; the claim's end clears it before libplace ends the claim.
- * At the end each CPU's QUEUED count and CLAIMED bit must match its queue.
+ * At the end each CPU's QUEUED count and CLAIMED bit must match its queue,
+ * and its spread mark the task that last slept there (check_marks).
  *
  * The test's own queues use a mutex: only libplace's paths are lock-free.
  *
@@ -39,6 +40,15 @@ static struct {
 	atomic_int failed;
 	atomic_long wakeups, runs, steals, releases, handoffs;
 	char why[256];
+	/* The spread's marks (slot.sleeper), as the oracle expects them: the
+	 * task that last ended a run asleep on each CPU (its worker writes it),
+	 * and per task the CPU of its last sleep and whether it started on
+	 * another since (written by whoever runs it, the queues' mutex
+	 * ordering one runner before the next; atomics, because other CPUs'
+	 * workers read them in mark_live()). */
+	int last_sleeper[NCPU];
+	atomic_int slept_on[NTASK]; /* then moved false: see mark_live() */
+	atomic_bool moved[NTASK];   /* set before the run_begin that drops the mark */
 } g;
 
 static void oracle_fail(const char *fmt, int a, int b)
@@ -75,7 +85,47 @@ static void wake(int i, int waker, unsigned *seed)
 	stress_queue_push(&g.q[cpu], i);
 }
 
-/* The claim of task i ends when it starts: clear the oracle first. */
+/* Task i ended a run asleep on cpu: it holds cpu's mark. */
+static void note_sleep(int cpu, int i)
+{
+	g.last_sleeper[cpu] = i;
+	atomic_store(&g.slept_on[i], cpu);
+	atomic_store(&g.moved[i], false);
+}
+
+/* Task i starts on cpu: not where it last slept, it gives that mark up
+ * (said before run_begin takes it off, so that mark_live() never sees the
+ * mark gone before the move is known). */
+static void note_start(int cpu, int i)
+{
+	if (atomic_load(&g.slept_on[i]) != cpu)
+		atomic_store(&g.moved[i], true);
+}
+
+/* Has task i, which slept on cpu last of all tasks, started elsewhere
+ * since? moved is read before slept_on, which note_sleep() writes first:
+ * a move followed by a sleep elsewhere shows in one or the other. */
+static bool left(int cpu, int i)
+{
+	return atomic_load(&g.moved[i]) || atomic_load(&g.slept_on[i]) != cpu;
+}
+
+/* Before cpu's worker overwrites its mark (a task ends a run there asleep):
+ * the mark is still its last sleeper's, or 0 once that task left; never
+ * another task's, never 0 while the sleeper stays (a clear that raced a
+ * store would have lost it). The load is sequentially consistent, as the
+ * move's CAS: seeing the CAS's 0 means seeing the move noted before it. */
+static void mark_live(int cpu)
+{
+	uint64_t m = __atomic_load_n(&g.p->slot[cpu].sleeper, __ATOMIC_SEQ_CST);
+	int i = g.last_sleeper[cpu];
+
+	if (i < 0 ? m != 0 : m != (uint64_t)(uintptr_t)&g.task[i] && (m || !left(cpu, i)))
+		oracle_fail("CPU %d: its mark is not its last sleeper's (task %d), nor 0 after it left", cpu, i);
+}
+
+/* The claim of task i ends when it starts: clear the oracle first. A start
+ * on another CPU than its last sleep's gives that mark up. */
 static void start(int cpu, int i)
 {
 	struct place_task_rec *r = place__rec(&g.task[i]);
@@ -88,6 +138,7 @@ static void start(int cpu, int i)
 			oracle_fail("task %d carries a claim on CPU %d that the oracle does not know", i, q);
 		atomic_store(&g.owner[q], 0);
 	}
+	note_start(cpu, i);
 	err = place_run_begin(g.p, cpu, &g.task[i]);
 	if (err)
 		oracle_fail("run_begin on CPU %d: %d", cpu, err);
@@ -100,16 +151,22 @@ static void start(int cpu, int i)
 static int hand_off(int cpu, int i, unsigned *seed)
 {
 	int j = stress_queue_pop(&g.sleeping), err;
+	bool moved;
 
 	if (j < 0)
 		return i;
+	moved = atomic_load(&g.moved[j]);
+	mark_live(cpu);
+	note_start(cpu, j);
 	err = place_run_handoff(g.p, cpu, &g.task[i], PLACE_RUN_SLEEP, &g.task[j]);
 	if (err) {
+		atomic_store(&g.moved[j], moved); /* j did not start */
 		if (err != -EBUSY)
 			oracle_fail("place_run_handoff on CPU %d: %d", cpu, err);
 		wake(j, cpu, seed);
 		return i;
 	}
+	note_sleep(cpu, i);
 	atomic_fetch_add(&g.wakeups, 1); /* counted as one */
 	atomic_fetch_add(&g.handoffs, 1);
 	atomic_fetch_add(&g.runs, 1);
@@ -151,7 +208,9 @@ static void *worker(void *arg)
 			place_run_end(g.p, cpu, &g.task[i], PLACE_RUN_PREEMPT);
 			stress_queue_push(&g.q[cpu], i);
 		} else {
+			mark_live(cpu);
 			place_run_end(g.p, cpu, &g.task[i], PLACE_RUN_SLEEP);
+			note_sleep(cpu, i);
 			if (stress_rand(&seed) % 4 == 0)
 				stress_queue_push(&g.sleeping, i);
 			else
@@ -190,6 +249,22 @@ static void check_quiescent(void)
 	}
 }
 
+/* Each CPU's spread mark is the task that last slept there if that task
+ * has not started elsewhere since, else 0: the worker's stores and the
+ * other threads' CASes (a task starting on another CPU takes its own mark
+ * off) lost nothing and left nothing behind. */
+static void check_marks(void)
+{
+	for (int cpu = 0; cpu < NCPU; cpu++) {
+		int i = g.last_sleeper[cpu];
+		uint64_t want = i >= 0 && !left(cpu, i) ? (uint64_t)(uintptr_t)&g.task[i] : 0;
+
+		ck_assert_msg(g.p->slot[cpu].sleeper == want, "CPU %d: mark %#llx, wanted %#llx (last sleeper: task %d%s)",
+			      cpu, (unsigned long long)g.p->slot[cpu].sleeper, (unsigned long long)want, i,
+			      i >= 0 && left(cpu, i) ? ", which left" : "");
+	}
+}
+
 START_TEST(t_claims_are_exclusive)
 {
 	static const int policy[] = { PLACE_POLICY_SIS_CORE, PLACE_POLICY_LINEAR, PLACE_POLICY_EXACT };
@@ -214,7 +289,10 @@ START_TEST(t_claims_are_exclusive)
 	for (int i = 0; i < NTASK; i++) {
 		place_task_init(&g.task[i], 0, 0);
 		stress_queue_push(&g.sleeping, i);
+		g.slept_on[i] = -1;
 	}
+	for (int cpu = 0; cpu < NCPU; cpu++)
+		g.last_sleeper[cpu] = -1;
 	for (int k = 0; k < NCPU; k++)
 		pthread_create(&th[k], NULL, worker, (void *)(intptr_t)k);
 	for (int k = 0; k < NEXTERNAL; k++)
@@ -243,6 +321,7 @@ START_TEST(t_claims_are_exclusive)
 	ck_assert_uint_gt(st.claims, 100);
 	ck_assert_int_gt(atomic_load(&g.handoffs), 10);
 	check_quiescent();
+	check_marks();
 	for (int cpu = 0; cpu < NCPU; cpu++)
 		stress_queue_free(&g.q[cpu]);
 	stress_queue_free(&g.sleeping);
