@@ -32,17 +32,20 @@
  *   - no available CPU is missing from its LLC mask: SIS_CORE has a bit in its
  *     core, EXACT its own bit and, for a whole available core, the core bit
  *     (so a CPU whose claim ends while idle is findable again);
+ *   - the spread's mark of every CPU (slot.sleeper) is the task that last
+ *     slept there, until that task starts on another CPU, exits there or is
+ *     forgotten; 0 when none (and a failed call changes no mark);
  *   - statistics: wakeups equals the successful wakeups, the hit_* levels add
  *     up to it, the LLCs add up to the total;
  *   - core scheduling (PLACE_FEAT_COOKIES): run_begin refuses with -EBUSY,
  *     changing nothing, exactly when a sibling runs another cookie; the CPUs
  *     running on one core always run one cookie, and the core's occupancy
  *     word {cookie, count} agrees with them.
- * The last three hold for calls within place.h's contract. Two calls outside
- * it can be decoded (waking a task that is running; starting a task that is
- * already running); after one of them the harness still checks memory safety,
- * return values and "failure changes nothing", but no longer the state
- * agreement.
+ * The state words, masks and marks are checked for calls within place.h's
+ * contract. Two calls outside it can be decoded (waking a task that is
+ * running; starting a task that is already running); after one of them the
+ * harness still checks memory safety, return values and "failure changes
+ * nothing", but no longer the state agreement.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -147,6 +150,10 @@ struct run {
 	int workers[128]; /* registrations per dense CPU (PLACE_WORKER_SHARED adds one) */
 	bool contract;
 	uint64_t wakeups;
+	/* The spread's marks as the oracle expects them: per dense CPU the
+	 * task whose mark it holds (-1 none), per task that CPU (-1 none). */
+	int marker[128];
+	int mark_of[NT];
 	cpu_set_t *set[NR_SETS];
 	size_t set_size[NR_SETS];
 };
@@ -195,6 +202,7 @@ static int dense(const struct run *r, int os)
 struct snap {
 	uint64_t state[128];
 	uint32_t running[128];
+	uint64_t sleeper[128];
 	uint64_t priv[NR_TASK_ARGS][12];
 	const cpu_set_t *cpus[NR_TASK_ARGS];
 };
@@ -204,6 +212,7 @@ static void take_snap(const struct run *r, struct snap *s)
 	for (int d = 0; d < r->nr_cpus; d++) {
 		s->state[d] = r->p->cpu[d].state;
 		s->running[d] = r->p->cpu[d].running;
+		s->sleeper[d] = r->p->slot[d].sleeper;
 	}
 	for (int i = 0; i < NR_TASK_ARGS; i++) {
 		memcpy(s->priv[i], r->task[i].priv, sizeof(s->priv[i]));
@@ -214,7 +223,7 @@ static void take_snap(const struct run *r, struct snap *s)
 static bool same_states(const struct run *r, const struct snap *a, const struct snap *b)
 {
 	for (int d = 0; d < r->nr_cpus; d++)
-		if (a->state[d] != b->state[d] || a->running[d] != b->running[d])
+		if (a->state[d] != b->state[d] || a->running[d] != b->running[d] || a->sleeper[d] != b->sleeper[d])
 			return false;
 	return true;
 }
@@ -269,6 +278,10 @@ static void check_agreement(const struct run *r)
 		if (!(s & PLACE_ST_REGISTERED))
 			CHECK(p->cpu[d].running == 0 && !(s & PLACE_ST_IDLE));
 	}
+	/* Each CPU's spread mark is the model's: the task that last slept
+	 * there, until it starts elsewhere, exits there or is forgotten. */
+	for (int d = 0; d < r->nr_cpus; d++)
+		CHECK(p->slot[d].sleeper == (r->marker[d] < 0 ? 0 : (uint64_t)(uintptr_t)&r->task[r->marker[d]]));
 	/* No available CPU is lost to the wakeup scans. */
 	for (int d = 0; d < r->nr_cpus; d++) {
 		const struct place_cpu_map *m = &p->map[d];
@@ -503,6 +516,24 @@ static int worker_task_errno(const struct run *r, int d, int ti)
 	return cpu_errno(r, d, PLACE_ST_REGISTERED) ?: (task_valid(ti) ? 0 : -EINVAL);
 }
 
+/* Task i gives its mark up (it starts elsewhere, exits, is forgotten). */
+static void mark_drop(struct run *r, int i)
+{
+	if (r->mark_of[i] >= 0)
+		r->marker[r->mark_of[i]] = -1;
+	r->mark_of[i] = -1;
+}
+
+/* Task i ended a run asleep on dense d: d's mark is now i's. */
+static void mark_set(struct run *r, int d, int i)
+{
+	if (r->marker[d] >= 0)
+		r->mark_of[r->marker[d]] = -1;
+	mark_drop(r, i);
+	r->marker[d] = i;
+	r->mark_of[i] = d;
+}
+
 static void op_run_begin(struct run *r)
 {
 	int cpu = arg_cpu(r), ti = arg_task(r), d = dense(r, cpu), ret, expect = worker_task_errno(r, d, ti);
@@ -524,6 +555,8 @@ static void op_run_begin(struct run *r)
 	CHECK(place__rec(t)->queued_cpu == -1 && place__rec(t)->claim_gen == 0);
 	r->ts[ti] = T_RUNNING;
 	r->on[ti] = cpu;
+	if (r->mark_of[ti] != d)
+		mark_drop(r, ti);
 }
 
 static void op_run_end(struct run *r)
@@ -540,6 +573,10 @@ static void op_run_end(struct run *r)
 		return;
 	CHECK(!r->p->cpu[d].running);
 	r->ts[ti] = how == PLACE_RUN_PREEMPT ? T_QUEUED : T_SLEEP;
+	if (how == PLACE_RUN_SLEEP)
+		mark_set(r, d, ti);
+	else if (how == PLACE_RUN_EXIT && r->marker[d] == ti)
+		mark_drop(r, ti);
 }
 
 static void op_register(struct run *r)
@@ -652,6 +689,7 @@ static void op_forget(struct run *r)
 	CHECK(place__rec(t)->queued_cpu == -1 && place__rec(t)->claim_gen == 0);
 	CHECK(place__rec(t)->numa_pending == 0);
 	r->ts[ti] = T_SLEEP; /* holds nothing: the agreement check sees its CPU's QUEUED go */
+	mark_drop(r, ti);
 }
 
 static void op_claim_release(struct run *r)
@@ -827,6 +865,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	place_config cfg;
 
 	memset(&r, 0, sizeof(r));
+	memset(r.marker, 0xff, sizeof(r.marker)); /* -1: no mark */
+	memset(r.mark_of, 0xff, sizeof(r.mark_of));
 	r.data = data;
 	r.size = size;
 	r.contract = true;
