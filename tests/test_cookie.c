@@ -409,13 +409,12 @@ END_TEST
 START_TEST(t_fallback_nearest_node)
 {
 	static const int cookie_of[16] = { 8, 8, 8, 8, 5, 5, 8, 8, 5, 5, 8, 8, 8, 8, 8, 8 };
-	char path[4096], source[4200];
+	char source[4200];
 	uint64_t probes = 0;
 	struct env e;
 
-	snprintf(source, sizeof(source), "xml:%s",
-		 place_test_path(path, sizeof(path), "fixtures/numa-distances-smt.xml"));
-	env_open(&e, source, PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
+	env_open(&e, place_test_fixture(source, sizeof(source), "fixtures/numa-distances-smt.xml"),
+		 PLACE_POLICY_SIS_CORE, PLACE_FEAT_DEFAULT, true);
 	for (int k = 0; k < 16; k++)
 		env_run(&e, k, task_c(&e, 40 + k, (uint64_t)cookie_of[k], -1));
 	ck_assert_int_eq(place__cookie_fallback(e.p, task_c(&e, 0, 5, 0), 0, PLACE_FIT_MACHINE, &probes), 8);

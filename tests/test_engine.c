@@ -1483,7 +1483,7 @@ START_TEST(t_short_paths_agree)
 	const char *topo = agree_topos[_i / 9];
 	int policy = policies[_i % 3];
 	unsigned feat = feats[_i / 3 % 3];
-	char path[PATH_MAX], source[PATH_MAX + 8], what[256];
+	char source[PATH_MAX + 8], what[256];
 	struct agree_seen seen = { 0, 0, 0, 0, 0, 0 };
 	struct env a, b;
 	place_config cfg;
@@ -1493,8 +1493,7 @@ START_TEST(t_short_paths_agree)
 	int steps = getenv("PLACE_UNDER_VALGRIND") ? 640 : 8192;
 
 	if (strncmp(topo, "synthetic:", 10)) {
-		snprintf(source, sizeof(source), "xml:%s", place_test_path(path, sizeof(path), topo));
-		topo = source;
+		topo = place_test_fixture(source, sizeof(source), topo);
 	}
 	snprintf(what, sizeof(what), "%s %s features %#x", agree_topos[_i / 9], policy_name[_i % 3], feat);
 	place_config_init(&cfg);

@@ -78,8 +78,8 @@ static long each_failure(const char *name, call_fn call, void *arg, void (*check
 		fail_at = 0;
 		if (made < k) {
 			ck_assert_msg(err == 0, "%s: %d (%s) with no allocation failing", name, err, place_last_error());
-			printf("%s: %ld allocation(s), each failed in turn\n", name, k - 1);
-			return k - 1;
+			printf("%s: %ld allocation(s), each failed in turn\n", name, made);
+			return made;
 		}
 		ck_assert_msg(err == -ENOMEM, "%s: allocation %ld of %ld failed, returned %d (%s)", name, k, made, err,
 			      place_last_error());
@@ -106,12 +106,7 @@ static int load(void *source)
  * distances: three rings with its own). */
 static const char *shape(int i, char *buf, size_t size)
 {
-	char path[4096];
-
-	if (i == 0)
-		return TOPO_MANY;
-	snprintf(buf, size, "xml:%s", place_test_path(path, sizeof(path), FIXTURE_NUMA_DIST));
-	return buf;
+	return i == 0 ? TOPO_MANY : place_test_fixture(buf, size, FIXTURE_NUMA_DIST);
 }
 
 START_TEST(t_topo_load)

@@ -84,12 +84,11 @@ END_TEST
 START_TEST(other_nodes_by_distance)
 {
 	struct fixture f;
-	char path[4096], source[4200];
+	char source[4200];
 	static const int from0[] = { 1, 4, 5, 2, 3, 6, 7 };
 	static const int from3[] = { 2, 6, 7, 4, 5, 0, 1 };
 
-	snprintf(source, sizeof(source), "xml:%s", place_test_path(path, sizeof(path), "fixtures/numa-distances.xml"));
-	open_all(&f, source);
+	open_all(&f, place_test_fixture(source, sizeof(source), "fixtures/numa-distances.xml"));
 	assert_order(f.p, 0, from0, 7);
 	assert_order(f.p, 3, from3, 7);
 	close_all(&f);

@@ -104,10 +104,9 @@ END_TEST
 
 static void open_fixture(struct env *e, const char *fixture, int policy)
 {
-	char path[4096], source[4200];
+	char source[4200];
 
-	snprintf(source, sizeof(source), "xml:%s", place_test_path(path, sizeof(path), fixture));
-	env_open(e, source, policy, PLACE_FEAT_DEFAULT, true);
+	env_open(e, place_test_fixture(source, sizeof(source), fixture), policy, PLACE_FEAT_DEFAULT, true);
 }
 
 /* Beyond the target's node, the nearest node by hwloc's latencies first,
@@ -497,7 +496,7 @@ END_TEST
 START_TEST(t_cluster_topology)
 {
 	place_topo *t;
-	char path[4096], source[4200];
+	char source[4200];
 
 	ck_assert_int_eq(place_topo_load(&t, TOPO_CLU), 0);
 	ck_assert_int_eq(t->nr_clusters, 4);
@@ -510,8 +509,7 @@ START_TEST(t_cluster_topology)
 	ck_assert_int_eq(place_topo_load(&t, "synthetic:pack:2 l2:1 core:4 pu:1"), 0);
 	ck_assert_int_eq(t->nr_clusters, 0); /* the L2 is the LLC */
 	place_topo_free(t);
-	snprintf(source, sizeof(source), "xml:%s", place_test_path(path, sizeof(path), "fixtures/hybrid.xml"));
-	ck_assert_int_eq(place_topo_load(&t, source), 0);
+	ck_assert_int_eq(place_topo_load(&t, place_test_fixture(source, sizeof(source), "fixtures/hybrid.xml")), 0);
 	ck_assert_int_eq(t->nr_clusters, 0);
 	for (int cpu = 0; cpu < 8; cpu++)
 		ck_assert_int_eq(t->cpu[cpu].cluster, -1);

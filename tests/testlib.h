@@ -33,4 +33,13 @@ static inline const char *place_test_path(char *buf, size_t size, const char *re
 	return buf;
 }
 
+/* The "xml:" source of the hwloc export rel under tests/, in buf. */
+static inline const char *place_test_fixture(char *buf, size_t size, const char *rel)
+{
+	char path[4096];
+
+	snprintf(buf, size, "xml:%s", place_test_path(path, sizeof(path), rel));
+	return buf;
+}
+
 #endif
