@@ -617,13 +617,12 @@ PLACE_EXTERN size_t place_task_size(void);
 #define PLACE_WAKE_CURRENT (1u << 3)
 /* With PLACE_WAKE_NEW: spread the new task as the kernel's fork balancing
  * does (the LLC with the most free CPUs, see place_wakeup, else the least
- * loaded CPU), for a
- * long-lived, independent task (a process, a service loop). Without it a
- * task created by a worker (NEW with a waker_cpu) starts near its creator
- * (see place_wakeup), which is what fine-grained fork-join wants. A flag,
- * not a feature bit: one runtime creates both kinds, and the creator knows
- * which one each is. NEW without a waker always spreads (there is no
- * creator to stay near). No effect without NEW. */
+ * loaded CPU), for a long-lived, independent task (a process, a service
+ * loop). Without it a task created by a worker (NEW with a waker_cpu)
+ * starts near its creator (see place_wakeup), which is what fine-grained
+ * fork-join wants. A flag, not a feature bit: one runtime creates both
+ * kinds, and the creator knows which one each is. NEW without a waker
+ * always spreads (there is no creator to stay near). No effect without NEW. */
 #define PLACE_WAKE_SPREAD  (1u << 4)
 /* waker_cpu is the CPU where the waker ran (or runs), but the caller is not
  * that worker's thread: another worker resuming a task the waker blocked,
@@ -658,15 +657,13 @@ PLACE_EXTERN size_t place_task_size(void);
  * load (without its decay: see place_run_end). When no CPU is idle, on the
  * least loaded one (running plus queued tasks; the waker's LLC on a tie),
  * so a burst of new tasks spreads. Only registered CPUs inside t->cpus are
- * considered. When
- * nothing idle is found in the target's LLC and the target is not the
- * waker's CPU (wake_affine's pull stays, as sched_ext keeps a SYNC wakee on
- * the waker), PLACE_FEAT_WIDEN looks beyond it: a whole idle core in the
- * target's node, then on the other nodes nearest first, then an idle CPU
- * likewise (hit_widened; a task with a NUMA group stays on the target's
- * node). When nothing idle is
- * found the target
- * itself is returned (the task stacks there; counted in hit_fallback).
+ * considered. When nothing idle is found in the target's LLC and the target
+ * is not the waker's CPU (wake_affine's pull stays, as sched_ext keeps a
+ * SYNC wakee on the waker), PLACE_FEAT_WIDEN looks beyond it: a whole idle
+ * core in the target's node, then on the other nodes nearest first, then an
+ * idle CPU likewise (hit_widened; a task with a NUMA group stays on the
+ * target's node). When nothing idle is found the target itself is returned
+ * (the task stacks there; counted in hit_fallback).
  *
  * Cookies (PLACE_FEAT_COOKIES). Every step skips idle CPUs whose core runs
  * tasks of another cookie than t's (a whole idle core always fits). This is
@@ -980,11 +977,11 @@ PLACE_EXTERN int place_task_claimed(const place *p, const place_task *t);
  * move, its slot under the destination's moves cap; and the CPU where it
  * last went to sleep no longer counts as its for a new task's spread (see
  * place_run_end). Its history stays (previous CPU, average run). t may be
- * woken again later (a new placement from its previous CPU). Not while t runs (between place_run_begin and
- * place_run_end) or concurrently with another call on t. -EINVAL p or t
- * NULL, t not initialised; -EXDEV t holds something of another instance
- * (forget it there; see place_task_init), nothing changed. Any thread that
- * may use t. */
+ * woken again later (a new placement from its previous CPU). Not while t
+ * runs (between place_run_begin and place_run_end) or concurrently with
+ * another call on t. -EINVAL p or t NULL, t not initialised; -EXDEV t
+ * holds something of another instance (forget it there; see
+ * place_task_init), nothing changed. Any thread that may use t. */
 PLACE_EXTERN int place_task_forget(place *p, place_task *t);
 
 /* ------------------------------------------------------------------------ */
